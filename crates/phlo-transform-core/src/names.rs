@@ -1,0 +1,123 @@
+//! Model names: the dotted user-facing identity (`assay_ingest.staging.raw_results`) and its
+//! `model://` URI form.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The user-facing dotted name of a model, e.g. `assay.results`. Lower-case segments.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModelName(String);
+
+impl ModelName {
+    pub fn new(name: impl Into<String>) -> Self {
+        ModelName(name.into())
+    }
+
+    /// Builds a name from its segments (`["assay", "raw"]` → `assay.raw`).
+    pub fn from_segments<I, S>(segments: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let parts: Vec<String> = segments
+            .into_iter()
+            .map(|s| s.as_ref().to_string())
+            .collect();
+        ModelName(parts.join("."))
+    }
+
+    /// Parses `model://a/b/c` or `a.b.c`.
+    pub fn parse(text: &str) -> Self {
+        match text.strip_prefix("model://") {
+            Some(rest) => ModelName(rest.trim_matches('/').replace('/', ".")),
+            None => ModelName(text.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.0.split('.')
+    }
+
+    /// The first segment: the model's namespace.
+    pub fn namespace(&self) -> &str {
+        self.0.split('.').next().unwrap_or_default()
+    }
+
+    /// The last segment (the file stem).
+    pub fn last(&self) -> &str {
+        self.0.rsplit('.').next().unwrap_or_default()
+    }
+
+    /// `model://assay/results`.
+    pub fn uri(&self) -> String {
+        format!("model://{}", self.0.replace('.', "/"))
+    }
+
+    /// True when `suffix` (dotted) equals the last segments of this name.
+    pub fn ends_with_segments(&self, suffix: &str) -> bool {
+        self.0 == suffix
+            || (self.0.len() > suffix.len()
+                && self.0.ends_with(suffix)
+                && self.0.as_bytes()[self.0.len() - suffix.len() - 1] == b'.')
+    }
+}
+
+impl fmt::Display for ModelName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Up to three candidates close to `wanted`, best first (Jaro-Winkler over the whole name and
+/// over its last segment, so `assay.reslts` finds `assay.results`).
+pub fn did_you_mean<'a, I>(wanted: &str, candidates: I) -> Vec<String>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let wanted_last = wanted.rsplit('.').next().unwrap_or(wanted);
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| {
+            let last = c.rsplit('.').next().unwrap_or(c);
+            let score = strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last));
+            (score, c)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, c)| c.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_round_trip() {
+        let n = ModelName::new("assay_ingest.staging.raw_results");
+        assert_eq!(n.uri(), "model://assay_ingest/staging/raw_results");
+        assert_eq!(ModelName::parse(&n.uri()), n);
+        assert_eq!(n.namespace(), "assay_ingest");
+        assert_eq!(n.last(), "raw_results");
+    }
+
+    #[test]
+    fn suffix_matches_whole_segments_only() {
+        let n = ModelName::new("assay.raw_results");
+        assert!(n.ends_with_segments("raw_results"));
+        assert!(n.ends_with_segments("assay.raw_results"));
+        assert!(!n.ends_with_segments("results"));
+    }
+
+    #[test]
+    fn suggestions_rank_close_names() {
+        let got = did_you_mean("assay.reslts", ["assay.results", "reporting.monthly"]);
+        assert_eq!(got, vec!["assay.results".to_string()]);
+    }
+}

@@ -1,0 +1,110 @@
+//! The two configuration files: `phlo.toml` at the workspace root and `transform.toml` in a
+//! transform root or any folder below one. Unknown keys are errors, not silently ignored.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use crate::directives::Materialization;
+
+/// `phlo.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    #[serde(default)]
+    pub transform: TransformSection,
+    /// `[transforms] include/exclude` (SPEC §7); same meaning as `[transform.discovery]`.
+    #[serde(default)]
+    pub transforms: Discovery,
+    #[serde(default)]
+    pub source: BTreeMap<String, SourceSection>,
+    #[serde(default)]
+    pub vars: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformSection {
+    pub default_materialization: Option<Materialization>,
+    pub default_schema: Option<String>,
+    pub default_catalog: Option<String>,
+    /// Folder (relative to the workspace) where sources are found by convention:
+    /// `<dir>/<namespace>/<name>.parquet|.csv`, Delta directories, Iceberg tables.
+    pub sources_dir: Option<String>,
+    #[serde(default)]
+    pub execution: ExecutionSection,
+    #[serde(default)]
+    pub state: StateSection,
+    #[serde(default)]
+    pub discovery: Discovery,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionSection {
+    pub max_concurrency: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    pub enabled: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Discovery {
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+/// `[source."raw.orders"]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSection {
+    /// File or directory, relative to the workspace root (or absolute).
+    pub location: Option<String>,
+    /// `parquet`, `csv`, `delta` or `iceberg`; inferred from the location when absent.
+    pub format: Option<String>,
+    pub owner: Option<String>,
+    pub description: Option<String>,
+    pub freshness: Option<String>,
+    pub timestamp_column: Option<String>,
+}
+
+/// `transform.toml`. `namespace` is only meaningful in a transform root.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootConfig {
+    pub namespace: Option<String>,
+    pub materialized: Option<Materialization>,
+    pub schema: Option<String>,
+    pub owner: Option<String>,
+    pub tags: Option<Vec<String>>,
+    /// `[folder.marts]` / `[folder."marts/finance"]`: settings for a sub-folder.
+    #[serde(default)]
+    pub folder: BTreeMap<String, FolderSettings>,
+}
+
+/// The settings a root, a folder section or a folder's own `transform.toml` may set.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FolderSettings {
+    pub materialized: Option<Materialization>,
+    pub schema: Option<String>,
+    pub owner: Option<String>,
+    pub tags: Option<Vec<String>>,
+}
+
+impl RootConfig {
+    /// The folder-level settings this file sets for its own directory.
+    pub fn settings(&self) -> FolderSettings {
+        FolderSettings {
+            materialized: self.materialized,
+            schema: self.schema.clone(),
+            owner: self.owner.clone(),
+            tags: self.tags.clone(),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Loads a workspace from disk: which files are models, what they are called, which
+//! configuration applies to each and where every value came from. Pure file I/O, no SQL engine.
+
+pub mod config;
+pub mod directives;
+pub mod discovery;
+pub mod effective;
+pub mod sources;
+mod toml_error;
+
+pub use config::{RootConfig, WorkspaceConfig};
+pub use directives::{Directives, IncrementalStrategy, Materialization};
+pub use discovery::{ModelFile, TestFile, TransformRoot, Workspace};
+pub use effective::{EffectiveConfig, Origin, Sourced};
+pub use sources::{SourceDecl, SourceFormat, SourceOrigin};
