@@ -1,0 +1,124 @@
+//! The catalog snapshot: the state of every source, read before compiling (SPEC §38). Local
+//! files are identified by size and content hash, Delta tables by their latest log version,
+//! Iceberg tables by current snapshot and schema id read natively from metadata.json.
+
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::hash::sha256_file;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What identifies the current contents of one source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceState {
+    pub name: String,
+    pub format: SourceFormat,
+    /// Compact, comparable identity, e.g. `sha256:ab12…,size:2048`, `delta:v3`,
+    /// `iceberg:snapshot:123,schema:0`.
+    pub state: String,
+    /// The file the engine should read (for Iceberg: the current metadata.json).
+    #[serde(skip)]
+    pub read_path: PathBuf,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CatalogSnapshot {
+    pub sources: BTreeMap<String, SourceState>,
+}
+
+impl CatalogSnapshot {
+    /// Reads the state of every source of the workspace. Unreadable sources become R003
+    /// diagnostics and are left out of the snapshot.
+    pub fn load(workspace: &Workspace) -> (CatalogSnapshot, Vec<Diagnostic>) {
+        let mut snapshot = CatalogSnapshot::default();
+        let mut diags = Vec::new();
+        for source in &workspace.sources {
+            match read_state(source) {
+                Ok(state) => {
+                    snapshot.sources.insert(source.name.clone(), state);
+                }
+                Err(reason) => diags.push(
+                    Diagnostic::error(
+                        codes::UNREADABLE_SOURCE,
+                        format!("source `{}` at `{}` cannot be read: {reason}", source.name, source.location),
+                    )
+                    .in_file(if source.origin == phlo_transform_project::SourceOrigin::Declared {
+                        "phlo.toml".to_string()
+                    } else {
+                        source.location.clone()
+                    })
+                    .with_help("check that the location exists and is readable, or fix it in phlo.toml"),
+                ),
+            }
+        }
+        (snapshot, diags)
+    }
+}
+
+fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
+    let path = &source.path;
+    let (state, read_path) = match source.format {
+        SourceFormat::Parquet | SourceFormat::Csv => {
+            let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+            if !meta.is_file() {
+                return Err("not a file".into());
+            }
+            let hash = sha256_file(path).map_err(|e| e.to_string())?;
+            (format!("sha256:{hash},size:{}", meta.len()), path.clone())
+        }
+        SourceFormat::Delta => (format!("delta:v{}", delta_version(path)?), path.clone()),
+        SourceFormat::Iceberg => {
+            let metadata = iceberg_metadata_file(path)?;
+            let text = std::fs::read_to_string(&metadata).map_err(|e| e.to_string())?;
+            let doc: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
+            let snapshot = doc.get("current-snapshot-id").and_then(|v| v.as_i64()).unwrap_or(-1);
+            let schema = doc.get("current-schema-id").and_then(|v| v.as_i64()).unwrap_or(0);
+            (format!("iceberg:snapshot:{snapshot},schema:{schema}"), metadata)
+        }
+    };
+    Ok(SourceState { name: source.name.clone(), format: source.format, state, read_path })
+}
+
+/// Latest committed version: the highest `NNNNN.json` in `_delta_log`.
+fn delta_version(dir: &Path) -> Result<u64, String> {
+    let log = dir.join("_delta_log");
+    let entries = std::fs::read_dir(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_suffix(".json")?.parse::<u64>().ok()
+        })
+        .max()
+        .ok_or_else(|| "the Delta log has no commits".to_string())
+}
+
+/// A metadata.json path as given, or the newest one in `<table>/metadata/`
+/// (by `version-hint.text`, else the highest version prefix).
+pub fn iceberg_metadata_file(path: &Path) -> Result<PathBuf, String> {
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let dir = path.join("metadata");
+    if let Ok(hint) = std::fs::read_to_string(dir.join("version-hint.text")) {
+        let candidate = dir.join(format!("v{}.metadata.json", hint.trim()));
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let stem = name.strip_suffix(".metadata.json")?;
+            let digits: String = stem.trim_start_matches('v').chars().take_while(|c| c.is_ascii_digit()).collect();
+            Some((digits.parse::<u64>().ok()?, e.path()))
+        })
+        .max()
+        .map(|(_, p)| p)
+        .ok_or_else(|| format!("no *.metadata.json in {}", dir.display()))
+}

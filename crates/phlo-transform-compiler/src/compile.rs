@@ -1,0 +1,385 @@
+//! `Compilation::compile`: parse every model, resolve its relations, build the graph, report
+//! cycles, compute versions in topological order and compile tests. Every problem in the
+//! workspace is reported in one pass.
+
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
+use phlo_transform_project::{EffectiveConfig, Materialization, ModelFile, Workspace};
+use phlo_transform_sql::canonical::canonical_text;
+use phlo_transform_sql::parse::default_dialect;
+use phlo_transform_sql::sqlparser::ast::Query;
+use phlo_transform_sql::{extract_relations, parse_query, rewrite_relations, template, RelationRef, Replacement};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::catalog::CatalogSnapshot;
+use crate::graph::ModelGraph;
+use crate::resolve::{Context, Resolver, Target};
+use crate::tests::{generated_sql, CompiledTest, TestKind};
+use crate::version::ModelVersion;
+
+/// A relation as written and what it resolved to (`None`: unresolved, already reported).
+#[derive(Clone, Debug)]
+pub struct ResolvedRelation {
+    pub relation: RelationRef,
+    pub target: Option<Target>,
+}
+
+/// A dependency of a model, for reports.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(tag = "kind", content = "name", rename_all = "lowercase")]
+pub enum Dependency {
+    Model(String),
+    Source(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct CompiledModel {
+    pub name: ModelName,
+    pub id: String,
+    pub path: String,
+    pub materialization: Materialization,
+    /// The parsed query (after templating); `None` when the file did not parse.
+    pub query: Option<Box<Query>>,
+    pub relations: Vec<ResolvedRelation>,
+    /// Upstream model indices, sorted.
+    pub upstream: Vec<usize>,
+    /// Source names read directly, sorted.
+    pub sources: Vec<String>,
+    /// `None` when the model, or anything upstream of it, has errors.
+    pub version: Option<ModelVersion>,
+    /// True when this model's own file has an error.
+    pub has_errors: bool,
+}
+
+/// The immutable result of compiling a workspace.
+pub struct Compilation {
+    pub workspace: Workspace,
+    pub catalog: CatalogSnapshot,
+    /// Same order and indices as `workspace.models` (sorted by name).
+    pub models: Vec<CompiledModel>,
+    pub graph: ModelGraph,
+    /// Deterministic topological order of the models not caught in a cycle.
+    pub order: Vec<usize>,
+    pub tests: Vec<CompiledTest>,
+    pub diagnostics: Diagnostics,
+}
+
+impl Compilation {
+    pub fn compile(mut workspace: Workspace, catalog: CatalogSnapshot, catalog_diagnostics: Vec<Diagnostic>) -> Compilation {
+        let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
+        diagnostics.extend(catalog_diagnostics);
+        let resolver = Resolver::new(&workspace);
+        let dialect = default_dialect();
+
+        let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
+        let mut edges = Vec::new();
+        for (index, file) in workspace.models.iter().enumerate() {
+            let (model, diags) = compile_model(index, file, &workspace, &resolver, &dialect);
+            let had_errors = diags.iter().any(Diagnostic::is_error);
+            diagnostics.extend(diags);
+            edges.extend(model.upstream.iter().map(|&u| (u, index)));
+            models.push(CompiledModel { has_errors: model.has_errors || had_errors, ..model });
+        }
+        // Directive problems live in the workspace diagnostics: mark those models too.
+        for d in diagnostics.iter().filter(|d| d.is_error()) {
+            if let Some(m) = models.iter_mut().find(|m| Some(&m.path) == d.file.as_ref()) {
+                m.has_errors = true;
+            }
+        }
+
+        let graph = ModelGraph::new(models.len(), edges);
+        for cycle in graph.cycles() {
+            diagnostics.push(cycle_diagnostic(&cycle, &models));
+            for &i in &cycle {
+                models[i].has_errors = true;
+            }
+        }
+        let order = graph.topological_order();
+        compute_versions(&mut models, &order, &workspace, &catalog);
+        let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
+        if models.iter().any(|m| m.materialization == Materialization::Incremental) {
+            diagnostics.push(
+                Diagnostic::warning(
+                    codes::INCREMENTAL_AS_TABLE,
+                    "incremental models are rebuilt in full as tables on the local engine",
+                )
+                .with_help("incremental strategies (append, key, partition, window) are not executed incrementally yet"),
+            );
+        }
+        diagnostics.sort();
+        drop(resolver);
+        Compilation { workspace, catalog, models, graph, order, tests, diagnostics }
+    }
+
+    pub fn model_index(&self, name: &str) -> Option<usize> {
+        let name = ModelName::parse(name);
+        self.models.binary_search_by(|m| m.name.cmp(&name)).ok()
+    }
+
+    pub fn config(&self, index: usize) -> &EffectiveConfig {
+        &self.workspace.models[index].config
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.has_errors()
+    }
+
+    pub fn dependencies(&self, index: usize) -> Vec<Dependency> {
+        let m = &self.models[index];
+        let mut deps: Vec<Dependency> = m
+            .upstream
+            .iter()
+            .map(|&u| Dependency::Model(self.models[u].name.to_string()))
+            .chain(m.sources.iter().cloned().map(Dependency::Source))
+            .collect();
+        deps.sort();
+        deps
+    }
+
+    /// The model's query with relations replaced by physical names (`physical` names a model
+    /// index or source) and ephemeral models inlined as derived tables, nested chains included.
+    pub fn executable_query(&self, index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+        let m = &self.models[index];
+        self.rewrite(m.query.as_deref()?, &m.relations, physical)
+    }
+
+    /// A test's violation query, rewritten like a model's.
+    pub fn executable_test_query(&self, test: &CompiledTest, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+        self.rewrite(&test.query, &test.relations, physical)
+    }
+
+    fn rewrite(&self, query: &Query, relations: &[ResolvedRelation], physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+        let mut q = query.clone();
+        let mut failed = false;
+        rewrite_relations(&mut q, |parts| {
+            let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+            match target {
+                Target::Model(i) if self.models[*i].materialization == Materialization::Ephemeral => {
+                    match self.executable_query(*i, physical) {
+                        Some(inner) => Some(Replacement::Derived(Box::new(inner))),
+                        None => {
+                            failed = true;
+                            None
+                        }
+                    }
+                }
+                other => Some(Replacement::Name(physical(other))),
+            }
+        });
+        (!failed).then_some(q)
+    }
+}
+
+fn compile_model(
+    index: usize,
+    file: &ModelFile,
+    ws: &Workspace,
+    resolver: &Resolver,
+    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+) -> (CompiledModel, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let mut model = CompiledModel {
+        name: file.name.clone(),
+        id: file.id.clone(),
+        path: file.path.clone(),
+        materialization: file.config.materialized.value,
+        query: None,
+        relations: Vec::new(),
+        upstream: Vec::new(),
+        sources: Vec::new(),
+        version: None,
+        has_errors: false,
+    };
+    let text = if template::needs_rendering(&file.text) {
+        match template::render(&file.text, &file.path, &ws.config.vars) {
+            Ok(t) => t,
+            Err(d) => {
+                diags.push(d);
+                model.has_errors = true;
+                return (model, diags);
+            }
+        }
+    } else {
+        file.text.clone()
+    };
+    let parsed = match parse_query(&text, &file.path, dialect) {
+        Ok(p) => p,
+        Err(d) => {
+            diags.push(d);
+            model.has_errors = true;
+            return (model, diags);
+        }
+    };
+    let mut upstream = BTreeSet::new();
+    let mut sources = BTreeSet::new();
+    for relation in extract_relations(&parsed.query) {
+        let target = match resolver.resolve(&relation, Context::Model(index), &file.path) {
+            Ok(t) => Some(t),
+            Err(d) => {
+                diags.push(d);
+                model.has_errors = true;
+                None
+            }
+        };
+        match &target {
+            Some(Target::Model(i)) => {
+                upstream.insert(*i);
+            }
+            Some(Target::Source(s)) => {
+                sources.insert(s.clone());
+            }
+            None => {}
+        }
+        model.relations.push(ResolvedRelation { relation, target });
+    }
+    model.upstream = upstream.into_iter().collect();
+    model.sources = sources.into_iter().collect();
+    model.query = Some(parsed.query);
+    (model, diags)
+}
+
+fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
+    let names: Vec<&str> = cycle.iter().map(|&i| models[i].name.as_str()).collect();
+    let first = &models[cycle[0]];
+    let next = cycle.get(1).copied().unwrap_or(cycle[0]);
+    // Point at the reference in the first model that closes the loop (first → last before it).
+    let closing = cycle[cycle.len() - 2];
+    let span = models[next]
+        .relations
+        .iter()
+        .find(|r| r.target == Some(Target::Model(cycle[0])))
+        .and_then(|r| r.relation.span);
+    let file = &models[next].path;
+    let mut d = Diagnostic::error(codes::CYCLE, format!("dependency cycle: {}", names.join(" → ")))
+        .in_file(file)
+        .with_help(format!(
+            "break the cycle: `{}` cannot read `{}` while `{}` depends on it",
+            models[next].name, first.name, models[closing].name
+        ))
+        .with_note(format!("cycle path:\n  {}", names.join("\n    → ")));
+    if let Some(span) = span {
+        d = d.with_span(span).with_label(format!("`{}` reads `{}` here", models[next].name, first.name));
+    }
+    d
+}
+
+fn compute_versions(models: &mut [CompiledModel], order: &[usize], ws: &Workspace, catalog: &CatalogSnapshot) {
+    for &i in order {
+        if models[i].has_errors {
+            continue;
+        }
+        let mut upstream = BTreeMap::new();
+        let mut complete = true;
+        for &u in &models[i].upstream {
+            match &models[u].version {
+                Some(v) => {
+                    upstream.insert(models[u].id.clone(), v.version.clone());
+                }
+                None => complete = false,
+            }
+        }
+        let mut sources = BTreeMap::new();
+        for s in &models[i].sources {
+            match catalog.sources.get(s) {
+                Some(state) => {
+                    sources.insert(s.clone(), state.state.clone());
+                }
+                None => complete = false,
+            }
+        }
+        if !complete {
+            continue;
+        }
+        let Some(query) = &models[i].query else { continue };
+        let relations = &models[i].relations;
+        let canonical = canonical_text(query, |parts| {
+            let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+            Some(match target {
+                Target::Model(u) => format!("model:{}", models[*u].id),
+                Target::Source(s) => format!("source:{s}"),
+            })
+        });
+        models[i].version = Some(ModelVersion::compute(&canonical, &ws.models[i].config, upstream, sources));
+    }
+}
+
+fn compile_tests(
+    models: &[CompiledModel],
+    ws: &Workspace,
+    resolver: &Resolver,
+    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+    diagnostics: &mut Diagnostics,
+) -> Vec<CompiledTest> {
+    let mut tests = Vec::new();
+    for (index, (model, file)) in models.iter().zip(&ws.models).enumerate() {
+        if model.has_errors {
+            continue;
+        }
+        let key = &file.config.key.value;
+        let mut kinds: Vec<TestKind> = Vec::new();
+        let mut not_null: Vec<&String> = key.iter().collect();
+        not_null.extend(file.config.not_null.value.iter().filter(|c| !key.contains(c)));
+        kinds.extend(not_null.into_iter().map(|c| TestKind::NotNull { column: c.clone() }));
+        if !key.is_empty() {
+            kinds.push(TestKind::Unique { columns: key.clone() });
+        }
+        for kind in kinds {
+            let sql = generated_sql(&kind, model.name.as_str());
+            let name = match &kind {
+                TestKind::NotNull { column } => format!("{}.not_null.{column}", model.name),
+                TestKind::Unique { columns } => format!("{}.unique.{}", model.name, columns.join("_")),
+                TestKind::Custom { .. } => unreachable!(),
+            };
+            match parse_query(&sql, &model.path, dialect) {
+                Ok(parsed) => {
+                    let relations = extract_relations(&parsed.query)
+                        .into_iter()
+                        .map(|relation| ResolvedRelation { relation, target: Some(Target::Model(index)) })
+                        .collect();
+                    tests.push(CompiledTest { name, kind, targets: vec![index], query: parsed.query, relations });
+                }
+                Err(_) => diagnostics.push(
+                    Diagnostic::error(codes::INVALID_DIRECTIVE_ARGUMENT, format!("`{name}`: the column list is not valid SQL"))
+                        .in_file(&model.path)
+                        .with_help("list plain column names, separated by commas"),
+                ),
+            }
+        }
+    }
+    for file in &ws.tests {
+        let parsed = match parse_query(&file.text, &file.path, dialect) {
+            Ok(p) => p,
+            Err(d) => {
+                diagnostics.push(d);
+                continue;
+            }
+        };
+        let mut relations = Vec::new();
+        let mut targets = BTreeSet::new();
+        let mut ok = true;
+        for relation in extract_relations(&parsed.query) {
+            match resolver.resolve(&relation, Context::Test, &file.path) {
+                Ok(t) => {
+                    if let Target::Model(i) = t {
+                        targets.insert(i);
+                    }
+                    relations.push(ResolvedRelation { relation, target: Some(t) });
+                }
+                Err(d) => {
+                    diagnostics.push(d);
+                    ok = false;
+                }
+            }
+        }
+        if ok {
+            tests.push(CompiledTest {
+                name: file.name.clone(),
+                kind: TestKind::Custom { path: file.path.clone() },
+                targets: targets.into_iter().collect(),
+                query: parsed.query,
+                relations,
+            });
+        }
+    }
+    tests
+}

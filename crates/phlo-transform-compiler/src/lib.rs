@@ -1,0 +1,16 @@
+//! The compiler: a loaded `Workspace` and a `CatalogSnapshot` in, an immutable `Compilation`
+//! out (parsed queries, resolved relations, the DAG, model versions, tests, diagnostics).
+//! Compiling never touches a warehouse.
+
+pub mod artifacts;
+pub mod catalog;
+pub mod compile;
+pub mod graph;
+pub mod resolve;
+pub mod tests;
+pub mod version;
+
+pub use catalog::{CatalogSnapshot, SourceState};
+pub use compile::{CompiledModel, Compilation, Dependency};
+pub use tests::{CompiledTest, TestKind};
+pub use version::ModelVersion;

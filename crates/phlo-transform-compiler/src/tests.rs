@@ -1,0 +1,37 @@
+//! Data tests (SPEC §30–33): `@key` implies not-null and unique, `@not-null` implies not-null,
+//! and every `tests/*.sql` is a query whose rows are violations (zero rows = pass).
+
+use phlo_transform_sql::sqlparser::ast::Query;
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TestKind {
+    NotNull { column: String },
+    Unique { columns: Vec<String> },
+    Custom { path: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct CompiledTest {
+    pub name: String,
+    pub kind: TestKind,
+    /// Models the test reads (indices into the compilation's models).
+    pub targets: Vec<usize>,
+    /// The query returning violating rows, relations as written.
+    pub query: Box<Query>,
+    /// Resolution of every relation in `query`.
+    pub relations: Vec<crate::compile::ResolvedRelation>,
+}
+
+/// SQL for the generated tests, over the model's logical name.
+pub(crate) fn generated_sql(kind: &TestKind, model: &str) -> String {
+    match kind {
+        TestKind::NotNull { column } => format!("select * from {model} where {column} is null"),
+        TestKind::Unique { columns } => {
+            let cols = columns.join(", ");
+            format!("select {cols}, count(*) as n from {model} group by {cols} having count(*) > 1")
+        }
+        TestKind::Custom { .. } => unreachable!("custom tests come from files"),
+    }
+}

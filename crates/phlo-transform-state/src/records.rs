@@ -1,0 +1,50 @@
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub plan_id: String,
+    pub environment: String,
+    pub command: String,
+    /// running, passed, failed, cancelled.
+    pub status: String,
+    /// Monotonic per run; orders materialisation records and Delta application transactions.
+    pub generation: i64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub node: String,
+    /// `model` or `test`.
+    pub kind: String,
+    pub status: String,
+    pub attempt: i64,
+    pub version: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub rows: Option<i64>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+}
+
+/// The version of a model that is physically materialised in an environment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaterializedVersion {
+    pub environment: String,
+    pub model_id: String,
+    pub model_name: String,
+    pub version: String,
+    pub sql_hash: String,
+    pub config_hash: String,
+    pub upstream: BTreeMap<String, String>,
+    pub sources: BTreeMap<String, String>,
+    pub materialization: String,
+    pub relation: String,
+    pub run_id: String,
+    pub generation: i64,
+    pub materialized_at: String,
+}

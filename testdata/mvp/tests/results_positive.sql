@@ -1,0 +1,4 @@
+-- Every assay result is a positive concentration.
+select *
+from assay.results
+where result <= 0
