@@ -1,0 +1,278 @@
+//! The embedded default engine (decision 7): a DataFusion session with the workspace's sources
+//! registered, `@table` models written as Delta tables under `.phlo/warehouse/<model>/`
+//! exactly once per run generation (the Delta application transaction is checked before
+//! writing, since delta-rs does not enforce it), and `@view` models stored as their SQL in
+//! `.phlo/warehouse/<model>.view.json` and re-registered by every session that reads them.
+
+use async_trait::async_trait;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::view::ViewTable;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{Query, Statement};
+use datafusion::sql::TableReference;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::Transaction;
+use deltalake::protocol::SaveMode;
+use deltalake::DeltaTable;
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Code;
+use phlo_transform_project::{Materialization, SourceFormat};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{Adapter, AdapterError, MaterializeJob, MaterializeOutcome};
+
+/// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
+pub const APP_ID_PREFIX: &str = "phlo-transform:";
+
+pub struct LocalEngine {
+    ctx: SessionContext,
+    warehouse: PathBuf,
+}
+
+/// What a stored view is.
+#[derive(Serialize, Deserialize)]
+struct ViewDefinition {
+    model: String,
+    version: String,
+    run_id: String,
+    sql: String,
+}
+
+fn err(code: Code, message: impl Into<String>) -> AdapterError {
+    AdapterError { code, message: message.into(), retryable: false }
+}
+
+fn io_err(message: impl Into<String>) -> AdapterError {
+    AdapterError { code: codes::WRITE_FAILED, message: message.into(), retryable: true }
+}
+
+impl LocalEngine {
+    /// A session over `warehouse` with every readable source of `c` and every existing model
+    /// relation registered. Sources that cannot be registered are reported, not fatal: the
+    /// models that read them fail when they run.
+    pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
+        let mut config = SessionConfig::new();
+        config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+        config.options_mut().execution.parquet.schema_force_view_types = false;
+        let engine = LocalEngine { ctx: SessionContext::new_with_config(config), warehouse: warehouse.to_path_buf() };
+        let mut problems = Vec::new();
+        for source in &c.workspace.sources {
+            let Some(state) = c.catalog.sources.get(&source.name) else { continue };
+            if let Err(e) = engine.register_source(&source.name, source.format, &state.read_path).await {
+                problems.push(e);
+            }
+        }
+        for &i in &c.order {
+            let m = &c.models[i];
+            let name = m.name.as_str();
+            // A relation that cannot be registered stays missing; planning rebuilds it.
+            let _ = match m.materialization {
+                Materialization::Ephemeral => Ok(()),
+                Materialization::View => engine.register_view(name).await,
+                Materialization::Table | Materialization::Incremental => engine.register_delta(name).await,
+            };
+        }
+        (engine, problems)
+    }
+
+    fn table_path(&self, model: &str) -> PathBuf {
+        self.warehouse.join(model)
+    }
+
+    fn view_path(&self, model: &str) -> PathBuf {
+        self.warehouse.join(format!("{model}.view.json"))
+    }
+
+    fn register(&self, name: &str, provider: Arc<dyn TableProvider>) -> Result<(), AdapterError> {
+        self.ctx
+            .register_table(TableReference::bare(name), provider)
+            .map(|_| ())
+            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("cannot register `{name}`: {e}")))
+    }
+
+    async fn register_source(&self, name: &str, format: SourceFormat, path: &Path) -> Result<(), AdapterError> {
+        let location = path.to_string_lossy().to_string();
+        let unavailable = |e: String| err(codes::RELATION_UNAVAILABLE, format!("source `{name}` ({location}): {e}"));
+        let table = TableReference::bare(name);
+        match format {
+            SourceFormat::Parquet => self
+                .ctx
+                .register_parquet(table, &location, ParquetReadOptions::default())
+                .await
+                .map_err(|e| unavailable(e.to_string())),
+            SourceFormat::Csv => self
+                .ctx
+                .register_csv(table, &location, CsvReadOptions::new().has_header(true))
+                .await
+                .map_err(|e| unavailable(e.to_string())),
+            SourceFormat::Delta => {
+                let provider = open_delta_provider(path, &self.ctx).await.map_err(unavailable)?;
+                self.register(name, provider)
+            }
+            SourceFormat::Iceberg => {
+                let provider = open_iceberg_provider(path, name).await.map_err(unavailable)?;
+                self.register(name, provider)
+            }
+        }
+    }
+
+    async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
+        let path = self.table_path(model);
+        if !path.join("_delta_log").is_dir() {
+            return Err(err(codes::RELATION_UNAVAILABLE, format!("table `{model}` does not exist")));
+        }
+        let provider = open_delta_provider(&path, &self.ctx)
+            .await
+            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}")))?;
+        self.register(model, provider)
+    }
+
+    async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
+        let text = std::fs::read_to_string(self.view_path(model))
+            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
+        let def: ViewDefinition = serde_json::from_str(&text)
+            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}` definition is corrupt: {e}")))?;
+        let plan = self.plan_sql(&def.sql).await?;
+        self.register(model, Arc::new(ViewTable::new(plan, Some(def.sql))))
+    }
+
+    async fn plan_sql(&self, sql: &str) -> Result<LogicalPlan, AdapterError> {
+        let state = self.ctx.state();
+        let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::Generic).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        state.statement_to_plan(statement).await.map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+    }
+
+    async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
+        let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query.clone()))));
+        self.ctx
+            .state()
+            .statement_to_plan(statement)
+            .await
+            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
+    }
+
+    async fn write_table(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+        let path = self.table_path(&job.relation);
+        std::fs::create_dir_all(&path).map_err(|e| io_err(format!("cannot create {}: {e}", path.display())))?;
+        let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| io_err(e.to_string()))?;
+        let table = DeltaTable::try_from_url(url).await.map_err(|e| io_err(format!("opening {}: {e}", path.display())))?;
+        let app_id = format!("{APP_ID_PREFIX}{}", job.model_id);
+        if let Ok(snapshot) = table.snapshot() {
+            let committed = snapshot
+                .transaction_version(table.log_store().as_ref(), &app_id)
+                .await
+                .map_err(|e| io_err(format!("reading the Delta log of {}: {e}", path.display())))?;
+            if committed.is_some_and(|v| v >= job.generation) {
+                self.register_delta(&job.relation).await?;
+                let rows = self.count_table(&job.relation).await?;
+                return Ok(MaterializeOutcome { rows: Some(rows), already_committed: true });
+            }
+        }
+        let plan = self.plan_query(&job.query).await?;
+        let properties = CommitProperties::default()
+            .with_application_transaction(Transaction::new(&app_id, job.generation))
+            .with_metadata([
+                ("phlo.model_version".to_string(), serde_json::json!(job.version)),
+                ("phlo.run_id".to_string(), serde_json::json!(job.run_id)),
+            ]);
+        table
+            .write(Vec::new())
+            .with_input_plan(plan)
+            .with_session_state(Arc::new(self.ctx.state()))
+            .with_save_mode(SaveMode::Overwrite)
+            .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
+            .with_commit_properties(properties)
+            .await
+            .map_err(|e| {
+                let message = e.to_string();
+                // DataFusion errors during the write are the query's fault, not the disk's.
+                let is_query = message.contains("DataFusion") || message.contains("Arrow error");
+                AdapterError { code: if is_query { codes::QUERY_FAILED } else { codes::WRITE_FAILED }, message, retryable: !is_query }
+            })?;
+        self.register_delta(&job.relation).await?;
+        let rows = self.count_table(&job.relation).await?;
+        Ok(MaterializeOutcome { rows: Some(rows), already_committed: false })
+    }
+
+    async fn write_view(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+        let sql = job.query.to_string();
+        let plan = self.plan_query(&job.query).await?; // validates before anything is stored
+        let def = ViewDefinition { model: job.model_name.clone(), version: job.version.clone(), run_id: job.run_id.clone(), sql: sql.clone() };
+        let path = self.view_path(&job.relation);
+        std::fs::create_dir_all(&self.warehouse).map_err(|e| io_err(e.to_string()))?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
+        self.register(&job.relation, Arc::new(ViewTable::new(plan, Some(sql))))?;
+        Ok(MaterializeOutcome { rows: None, already_committed: false })
+    }
+
+    async fn count_table(&self, relation: &str) -> Result<u64, AdapterError> {
+        let df = self
+            .ctx
+            .table(TableReference::bare(relation))
+            .await
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        df.count().await.map(|n| n as u64).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+    }
+}
+
+async fn open_delta_provider(path: &Path, ctx: &SessionContext) -> Result<Arc<dyn TableProvider>, String> {
+    let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| e.to_string())?;
+    let table = deltalake::open_table(url).await.map_err(|e| e.to_string())?;
+    table.update_datafusion_session(&ctx.state()).map_err(|e| e.to_string())?;
+    table.table_provider().await.map_err(|e| e.to_string())
+}
+
+async fn open_iceberg_provider(metadata: &Path, name: &str) -> Result<Arc<dyn TableProvider>, String> {
+    use iceberg::io::FileIO;
+    use iceberg::table::StaticTable;
+    use iceberg::TableIdent;
+    let location = format!("file://{}", metadata.canonicalize().map_err(|e| e.to_string())?.display());
+    let ident = TableIdent::from_strs(name.split('.')).map_err(|e| e.to_string())?;
+    let table = StaticTable::from_metadata_file(&location, ident, FileIO::new_with_fs()).await.map_err(|e| e.to_string())?;
+    let provider = iceberg_datafusion::IcebergStaticTableProvider::try_new_from_table(table.into_table())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(provider))
+}
+
+#[async_trait]
+impl Adapter for LocalEngine {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn relation_name(&self, model_name: &str) -> String {
+        model_name.to_string()
+    }
+
+    async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool {
+        match materialization {
+            Materialization::Ephemeral => true,
+            Materialization::View => self.view_path(model_name).is_file(),
+            Materialization::Table | Materialization::Incremental => self.table_path(model_name).join("_delta_log").is_dir(),
+        }
+    }
+
+    async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+        match job.materialization {
+            Materialization::View => self.write_view(job).await,
+            Materialization::Table | Materialization::Incremental => self.write_table(job).await,
+            Materialization::Ephemeral => Err(err(codes::QUERY_FAILED, "ephemeral models are inlined, never materialised")),
+        }
+    }
+
+    async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
+        let plan = self.plan_query(query).await?;
+        let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        df.count().await.map(|n| n as u64).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+    }
+}

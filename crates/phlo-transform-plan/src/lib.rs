@@ -1,0 +1,263 @@
+//! Planning (SPEC §36–40): for every materialised model, compare the desired version with the
+//! version recorded for the environment and decide build / skip, with structured reasons
+//! whose `kind` codes are stable. Ephemeral models are inlined, never planned.
+
+mod reasons;
+
+pub use reasons::{Reason, ReasonKind};
+
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::Fingerprint;
+use phlo_transform_project::Materialization;
+use phlo_transform_state::MaterializedVersion;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Build,
+    Skip,
+    Cached,
+    Blocked,
+}
+
+impl Decision {
+    pub fn label(self) -> &'static str {
+        match self {
+            Decision::Build => "BUILD",
+            Decision::Skip => "SKIP",
+            Decision::Cached => "CACHED",
+            Decision::Blocked => "BLOCKED",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PlannedModel {
+    pub name: String,
+    pub id: String,
+    pub path: String,
+    pub decision: Decision,
+    pub materialization: Materialization,
+    /// Physical relation the model is written to.
+    pub relation: String,
+    pub version: Option<String>,
+    pub previous_version: Option<String>,
+    pub reasons: Vec<Reason>,
+    /// Planned models this one waits for (ephemeral models looked through).
+    pub depends_on: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PlannedTest {
+    pub name: String,
+    pub targets: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub build: usize,
+    pub skip: usize,
+    pub cached: usize,
+    pub blocked: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Plan {
+    pub plan_id: String,
+    pub created_at: String,
+    pub environment: String,
+    pub adapter: String,
+    pub summary: PlanSummary,
+    /// In execution (topological) order.
+    pub models: Vec<PlannedModel>,
+    pub tests: Vec<PlannedTest>,
+    /// Ephemeral models, inlined into their dependents.
+    pub ephemeral: Vec<String>,
+}
+
+/// What the planner needs to know about the environment.
+pub struct PlanInputs<'a> {
+    pub environment: &'a str,
+    pub adapter: &'a str,
+    /// Recorded materialisations of the environment, by model id.
+    pub materialized: &'a HashMap<String, MaterializedVersion>,
+    /// Model ids whose physical relation exists right now.
+    pub existing_relations: &'a HashSet<String>,
+    /// Physical relation name of a model, as the adapter names it.
+    pub relation_of: &'a dyn Fn(usize) -> String,
+}
+
+pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
+    let mut decided: HashMap<usize, Decision> = HashMap::new();
+    let mut models = Vec::new();
+    let mut ephemeral = Vec::new();
+    for &i in &c.order {
+        let m = &c.models[i];
+        if m.materialization == Materialization::Ephemeral {
+            ephemeral.push(m.name.to_string());
+            continue;
+        }
+        let recorded = inputs.materialized.get(&m.id);
+        let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
+        decided.insert(i, decision);
+        models.push(PlannedModel {
+            name: m.name.to_string(),
+            id: m.id.clone(),
+            path: m.path.clone(),
+            decision,
+            materialization: m.materialization,
+            relation: (inputs.relation_of)(i),
+            version: m.version.as_ref().map(|v| v.version.clone()),
+            previous_version: recorded.map(|r| r.version.clone()),
+            reasons,
+            depends_on: materialised_upstream(c, i).into_iter().map(|u| c.models[u].name.to_string()).collect(),
+        });
+    }
+    let planned: HashSet<usize> = decided.keys().copied().collect();
+    let tests = c
+        .tests
+        .iter()
+        .filter(|t| t.targets.iter().all(|i| planned.contains(i) || c.models[*i].materialization == Materialization::Ephemeral))
+        .map(|t| PlannedTest { name: t.name.clone(), targets: t.targets.iter().map(|&i| c.models[i].name.to_string()).collect() })
+        .collect();
+    let mut summary = PlanSummary::default();
+    for m in &models {
+        match m.decision {
+            Decision::Build => summary.build += 1,
+            Decision::Skip => summary.skip += 1,
+            Decision::Cached => summary.cached += 1,
+            Decision::Blocked => summary.blocked += 1,
+        }
+    }
+    let mut f = Fingerprint::new("phlo-transform/plan/1");
+    f.field("environment", inputs.environment).field("adapter", inputs.adapter);
+    for m in &models {
+        f.field("model", &m.name)
+            .field("decision", m.decision.label())
+            .field("version", m.version.as_deref().unwrap_or("-"))
+            .field("previous", m.previous_version.as_deref().unwrap_or("-"));
+    }
+    let plan_id = f.finish()[..16].to_string();
+    Plan {
+        plan_id,
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        environment: inputs.environment.to_string(),
+        adapter: inputs.adapter.to_string(),
+        summary,
+        models,
+        tests,
+        ephemeral,
+    }
+}
+
+/// Upstream models that are materialised, looking through ephemeral models (nested too).
+pub fn materialised_upstream(c: &Compilation, i: usize) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let mut stack = c.models[i].upstream.clone();
+    let mut seen = HashSet::new();
+    while let Some(u) = stack.pop() {
+        if !seen.insert(u) {
+            continue;
+        }
+        if c.models[u].materialization == Materialization::Ephemeral {
+            stack.extend(c.models[u].upstream.iter().copied());
+        } else {
+            out.insert(u);
+        }
+    }
+    out
+}
+
+fn decide(
+    c: &Compilation,
+    i: usize,
+    recorded: Option<&MaterializedVersion>,
+    inputs: &PlanInputs<'_>,
+    decided: &HashMap<usize, Decision>,
+) -> (Decision, Vec<Reason>) {
+    let m = &c.models[i];
+    let Some(desired) = &m.version else {
+        return (Decision::Blocked, vec![Reason::new(ReasonKind::UnknownState, "the model or an upstream model has compile errors", None)]);
+    };
+    let Some(rec) = recorded else {
+        return (
+            Decision::Build,
+            vec![Reason::new(ReasonKind::MissingRelation, format!("never materialised in environment `{}`", inputs.environment), None)],
+        );
+    };
+    if !inputs.existing_relations.contains(&m.id) {
+        return (
+            Decision::Build,
+            vec![Reason::new(
+                ReasonKind::MissingRelation,
+                format!("recorded as materialised, but relation `{}` is missing", (inputs.relation_of)(i)),
+                None,
+            )],
+        );
+    }
+    if rec.version == desired.version {
+        return (Decision::Skip, vec![Reason::new(ReasonKind::Unchanged, "SQL, config and inputs unchanged", None)]);
+    }
+    let mut reasons = Vec::new();
+    if rec.sql_hash != desired.sql_hash {
+        reasons.push(Reason::new(ReasonKind::SqlSemanticChange, "SQL semantics changed", None));
+    }
+    if rec.config_hash != desired.config_hash {
+        let detail = if rec.materialization != m.materialization.as_str() {
+            format!("configuration changed: materialized {} → {}", rec.materialization, m.materialization)
+        } else {
+            "data-affecting configuration changed".to_string()
+        };
+        reasons.push(Reason::new(ReasonKind::ConfigChange, detail, None));
+    }
+    let old: BTreeSet<&String> = rec.upstream.keys().collect();
+    let new: BTreeSet<&String> = desired.upstream.keys().collect();
+    for added in new.difference(&old) {
+        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("new dependency: {added}"), Some(added.to_string())));
+    }
+    for removed in old.difference(&new) {
+        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("dependency removed: {removed}"), Some(removed.to_string())));
+    }
+    for &u in &m.upstream {
+        let up = &c.models[u];
+        let (Some(was), Some(now)) = (rec.upstream.get(&up.id), desired.upstream.get(&up.id)) else { continue };
+        if was != now {
+            reasons.push(Reason::new(ReasonKind::DependencyChange, format!("upstream version changed: {}", up.name), Some(up.name.to_string())));
+            if decided.get(&u) == Some(&Decision::Build) {
+                reasons.push(Reason::new(
+                    ReasonKind::UpstreamRebuild,
+                    format!("upstream {} will rebuild in this plan", up.name),
+                    Some(up.name.to_string()),
+                ));
+            }
+        }
+    }
+    for (source, now) in &desired.sources {
+        match rec.sources.get(source) {
+            Some(was) if was != now => reasons.push(Reason::new(
+                ReasonKind::SourceChange,
+                format!("source {source} changed ({} → {})", short_state(was), short_state(now)),
+                Some(source.clone()),
+            )),
+            None => reasons.push(Reason::new(ReasonKind::DependencyChange, format!("new source: {source}"), Some(source.clone()))),
+            _ => {}
+        }
+    }
+    for source in rec.sources.keys().filter(|s| !desired.sources.contains_key(*s)) {
+        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("source no longer read: {source}"), Some(source.clone())));
+    }
+    if reasons.is_empty() {
+        reasons.push(Reason::new(ReasonKind::CompilerSemanticsChange, "the version format of the compiler changed", None));
+    }
+    (Decision::Build, reasons)
+}
+
+/// `sha256:ab12…,size:10` → `sha256:ab12cd34`; other states as they are.
+fn short_state(state: &str) -> String {
+    match state.strip_prefix("sha256:") {
+        Some(rest) => format!("sha256:{}", &rest[..8.min(rest.len())]),
+        None => state.to_string(),
+    }
+}

@@ -1,0 +1,31 @@
+//! Reasons: stable machine-readable kinds (SPEC §40) with a human detail and a subject.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonKind {
+    SqlSemanticChange,
+    ConfigChange,
+    DependencyChange,
+    UpstreamRebuild,
+    SourceChange,
+    CompilerSemanticsChange,
+    MissingRelation,
+    UnknownState,
+    Unchanged,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    pub kind: ReasonKind,
+    pub detail: String,
+    /// The dependency or source the reason is about.
+    pub subject: Option<String>,
+}
+
+impl Reason {
+    pub fn new(kind: ReasonKind, detail: impl Into<String>, subject: Option<String>) -> Self {
+        Reason { kind, detail: detail.into(), subject }
+    }
+}
