@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::view::ViewTable;
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig};
 use datafusion::sql::parser::Statement as DfStatement;
@@ -16,6 +17,7 @@ use datafusion::sql::TableReference;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::Transaction;
 use deltalake::protocol::SaveMode;
+use deltalake::delta_datafusion::planner::DeltaPlanner;
 use deltalake::DeltaTable;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -60,7 +62,13 @@ impl LocalEngine {
         let mut config = SessionConfig::new();
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
         config.options_mut().execution.parquet.schema_force_view_types = false;
-        let engine = LocalEngine { ctx: SessionContext::new_with_config(config), warehouse: warehouse.to_path_buf() };
+        // Delta's planner turns delta-rs's write nodes into execution plans.
+        let state = SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config)
+            .with_query_planner(DeltaPlanner::new())
+            .build();
+        let engine = LocalEngine { ctx: SessionContext::new_with_state(state), warehouse: warehouse.to_path_buf() };
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else { continue };
