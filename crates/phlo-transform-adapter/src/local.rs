@@ -18,7 +18,7 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::Transaction;
 use deltalake::protocol::SaveMode;
 use deltalake::delta_datafusion::planner::DeltaPlanner;
-use deltalake::DeltaTable;
+use deltalake::{DeltaTable, DeltaTableError};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
@@ -98,8 +98,11 @@ impl LocalEngine {
     }
 
     fn register(&self, name: &str, provider: Arc<dyn TableProvider>) -> Result<(), AdapterError> {
+        // Re-registering replaces what an earlier write or another session registered.
+        let table = TableReference::bare(name);
+        let _ = self.ctx.deregister_table(table.clone());
         self.ctx
-            .register_table(TableReference::bare(name), provider)
+            .register_table(table, provider)
             .map(|_| ())
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("cannot register `{name}`: {e}")))
     }
@@ -197,12 +200,7 @@ impl LocalEngine {
             .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
             .with_commit_properties(properties)
             .await
-            .map_err(|e| {
-                let message = e.to_string();
-                // DataFusion errors during the write are the query's fault, not the disk's.
-                let is_query = message.contains("DataFusion") || message.contains("Arrow error");
-                AdapterError { code: if is_query { codes::QUERY_FAILED } else { codes::WRITE_FAILED }, message, retryable: !is_query }
-            })?;
+            .map_err(classify_write_error)?;
         self.register_delta(&job.relation).await?;
         let rows = self.count_table(&job.relation).await?;
         Ok(MaterializeOutcome { rows: Some(rows), already_committed: false })
@@ -230,6 +228,19 @@ impl LocalEngine {
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
         df.count().await.map(|n| n as u64).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
     }
+}
+
+/// Storage and commit-contention failures may pass on a retry; anything else (a cast that
+/// fails, a division by zero, a schema problem) is the query's fault and never retried.
+fn classify_write_error(e: DeltaTableError) -> AdapterError {
+    let retryable = matches!(
+        e,
+        DeltaTableError::ObjectStore { .. }
+            | DeltaTableError::Io { .. }
+            | DeltaTableError::VersionAlreadyExists(_)
+            | DeltaTableError::Transaction { .. }
+    );
+    AdapterError { code: if retryable { codes::WRITE_FAILED } else { codes::QUERY_FAILED }, message: e.to_string(), retryable }
 }
 
 async fn open_delta_provider(path: &Path, ctx: &SessionContext) -> Result<Arc<dyn TableProvider>, String> {

@@ -1,0 +1,76 @@
+//! Helpers for the end-to-end tests: run the real binary over a copy of a testdata workspace.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_phlo-transform"))
+}
+
+pub fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+}
+
+/// Copies `testdata/<name>` into a fresh temporary directory (never touching the original).
+pub fn workspace(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&testdata(name), dir.path());
+    dir
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".phlo" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+}
+
+pub fn run(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(bin())
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("PHLO_STATE_URL")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("binary runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `{"name": status}` of a `run --json` / `plan --json` report's models.
+pub fn by_name(report: &serde_json::Value, field: &str) -> std::collections::BTreeMap<String, String> {
+    report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap().to_string(), m[field].as_str().unwrap().to_string()))
+        .collect()
+}
