@@ -39,7 +39,7 @@ impl CatalogSnapshot {
                 Ok(state) => {
                     snapshot.sources.insert(source.name.clone(), state);
                 }
-                Err(reason) => diags.push(
+                Err(reason) => diags.push(locate_declaration(workspace, source,
                     Diagnostic::error(
                         codes::UNREADABLE_SOURCE,
                         format!("source `{}` at `{}` cannot be read: {reason}", source.name, source.location),
@@ -50,10 +50,23 @@ impl CatalogSnapshot {
                         source.location.clone()
                     })
                     .with_help("check that the location exists and is readable, or fix it in phlo.toml"),
-                ),
+                )),
             }
         }
         (snapshot, diags)
+    }
+}
+
+/// Points a declared source's diagnostic at its `[source."…"]` header in phlo.toml.
+fn locate_declaration(workspace: &Workspace, source: &SourceDecl, d: Diagnostic) -> Diagnostic {
+    if source.origin != phlo_transform_project::SourceOrigin::Declared {
+        return d;
+    }
+    let Ok(text) = std::fs::read_to_string(workspace.root.join("phlo.toml")) else { return d };
+    let header = format!("\"{}\"", source.name);
+    match text.lines().position(|l| l.trim_start().starts_with("[source.") && l.contains(&header)) {
+        Some(i) => d.at(i + 1, 1),
+        None => d,
     }
 }
 

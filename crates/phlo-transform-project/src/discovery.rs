@@ -289,7 +289,10 @@ fn load_models(
     let mut folder_configs: HashMap<String, Option<RootConfig>> = HashMap::new();
     for &ri in &order {
         let r = &roots[ri];
+        // The bare `transforms/` root only owns the files directly in it; its sub-folders are roots.
+        let depth = if r.namespace.is_empty() { 1 } else { usize::MAX };
         let walker = walkdir::WalkDir::new(root.join(&r.path))
+            .max_depth(depth)
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !skip_dir(&e.file_name().to_string_lossy()));

@@ -1,0 +1,3 @@
+-- @table
+-- @view
+select 1 as id

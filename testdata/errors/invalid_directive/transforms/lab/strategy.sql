@@ -1,0 +1,2 @@
+-- @incremental sideways
+select 1 as id

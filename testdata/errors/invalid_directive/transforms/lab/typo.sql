@@ -1,0 +1,3 @@
+-- @tabel
+-- @key id
+select 1 as id

@@ -1,0 +1,4 @@
+select experiment_id,
+       result
+from lab.samples
+where result >

@@ -1,0 +1,3 @@
+select id, avg(result) as mean_result
+from lab.reslts
+group by id

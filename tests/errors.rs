@@ -1,0 +1,68 @@
+//! One workspace per error class under testdata/errors: each fails `check` with exit code 2,
+//! never panics, and both renderings (rustc-like text, JSON) are snapshot-tested.
+
+mod common;
+
+use common::{run, testdata};
+
+const CASES: &[(&str, &str)] = &[
+    ("syntax_error", "S001"),
+    ("unresolved_relation", "R001"),
+    ("ambiguous_relation", "R002"),
+    ("cycle", "G001"),
+    ("invalid_directive", "P004"),
+    ("malformed_toml", "C001"),
+    ("invalid_config", "C002"),
+    ("unreadable_source", "R003"),
+];
+
+#[test]
+fn every_error_class_is_reported_with_code_location_and_help() {
+    for (case, code) in CASES {
+        let dir = testdata(&format!("errors/{case}"));
+        let human = run(&dir, &["check"]);
+        assert_eq!(human.code, 2, "{case}: {}", human.stderr);
+        assert!(!human.stderr.contains("panicked"), "{case} panicked:\n{}", human.stderr);
+        insta::assert_snapshot!(format!("{case}_human"), human.stderr);
+
+        let json = run(&dir, &["check", "--json"]);
+        assert_eq!(json.code, 2, "{case}");
+        let report = json.json();
+        let diags = report["diagnostics"].as_array().unwrap();
+        let d = diags.iter().find(|d| d["code"] == *code).unwrap_or_else(|| panic!("{case}: no {code} in {diags:?}"));
+        for field in ["severity", "message", "file", "line", "column", "help"] {
+            assert!(!d[field].is_null(), "{case}: {field} missing in {d}");
+        }
+        insta::assert_json_snapshot!(format!("{case}_json"), report["diagnostics"]);
+    }
+}
+
+#[test]
+fn ambiguity_lists_candidates_and_unresolved_suggests() {
+    let report = run(&testdata("errors/ambiguous_relation"), &["check", "--json"]).json();
+    assert_eq!(report["diagnostics"][0]["suggestions"], serde_json::json!(["assay.results", "manufacturing.results"]));
+    let report = run(&testdata("errors/unresolved_relation"), &["check", "--json"]).json();
+    assert_eq!(report["diagnostics"][0]["suggestions"], serde_json::json!(["lab.results"]));
+}
+
+#[test]
+fn a_cycle_is_reported_with_its_whole_path() {
+    let report = run(&testdata("errors/cycle"), &["check", "--json"]).json();
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert_eq!(message, "dependency cycle: lab.a → lab.c → lab.b → lab.a");
+}
+
+#[test]
+fn run_refuses_to_execute_a_workspace_with_compile_errors() {
+    let ws = common::workspace("errors/unresolved_relation");
+    let out = run(ws.path(), &["run"]);
+    assert_eq!(out.code, 2);
+    assert!(!ws.path().join(".phlo/warehouse").exists());
+}
+
+#[test]
+fn a_missing_workspace_is_a_clear_error() {
+    let out = run(std::path::Path::new("/nonexistent/phlo-workspace"), &["check"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("error[P001]"), "{}", out.stderr);
+}
