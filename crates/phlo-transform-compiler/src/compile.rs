@@ -97,13 +97,11 @@ impl Compilation {
         let order = graph.topological_order();
         compute_versions(&mut models, &order, &workspace, &catalog);
         let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
-        if models.iter().any(|m| m.materialization == Materialization::Incremental) {
+        for m in models.iter().filter(|m| m.materialization == Materialization::Incremental) {
             diagnostics.push(
-                Diagnostic::warning(
-                    codes::INCREMENTAL_AS_TABLE,
-                    "incremental models are rebuilt in full as tables on the local engine",
-                )
-                .with_help("incremental strategies (append, key, partition, window) are not executed incrementally yet"),
+                Diagnostic::warning(codes::INCREMENTAL_AS_TABLE, format!("`{}` is rebuilt in full as a table on the local engine", m.name))
+                    .in_file(&m.path)
+                    .with_help("incremental strategies (append, key, partition, window) are not executed incrementally yet"),
             );
         }
         diagnostics.sort();
