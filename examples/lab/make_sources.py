@@ -75,8 +75,10 @@ PLANNED_KG = {"PX-100": 250.0, "PX-200": 400.0, "PX-300": 120.0}
 PLANTS = ["LYO", "CRK", "RTP", "SGP", "BSL"]
 # QC lab that tests each plant's release samples.
 TESTING_LAB = {"LYO": "OXF", "CRK": "OXF", "BSL": "OXF", "RTP": "BOS", "SGP": "SGP"}
-# Hours between sample collection and receipt at the lab (courier vs. on-site lab).
+# Hours between sample collection and receipt at the lab (courier vs. on-site lab), and the
+# lab's typical queue before a received sample is first put on an instrument.
 TRANSIT_HOURS = {"OXF": 30, "BOS": 6, "SGP": 4}
+QUEUE_HOURS = {"OXF": 20, "BOS": 9, "SGP": 3}
 
 N_BATCHES = 18
 ABORTED = {9}
@@ -139,10 +141,12 @@ def lims_rows(batches):
         samples.append((sample_id, batch_id, product, lab, "release", collected, received))
         for k, analyte in enumerate(PARTIAL_RESULTS.get(i, ANALYTES)):
             instrument = f"{INSTRUMENT_TYPE[analyte]}-{lab}-01"
-            attempts = [0, 1] if (i, analyte) in RETESTED else [1]
+            # attempt 0 is the first run; a retest (attempt 1) follows a day later
+            attempts = [0, 1] if (i, analyte) in RETESTED else [0]
             for attempt in attempts:
                 result_no += 1
-                measured = received + timedelta(hours=5 + 2 * k + 24 * attempt)
+                queue = QUEUE_HOURS[lab] + 4 * (i % 3)
+                measured = received + timedelta(hours=queue + 2 * k + 24 * attempt)
                 state = "invalidated" if attempt == 0 and (i, analyte) in RETESTED else "valid"
                 results.append((
                     f"R24-{result_no:05d}", sample_id, instrument, analyte,

@@ -202,6 +202,8 @@ impl LocalEngine {
             .await
             .map_err(classify_write_error)?;
         self.register_delta(&job.relation).await?;
+        // A model that was a view before is a table now: its old definition goes.
+        let _ = std::fs::remove_file(self.view_path(&job.relation));
         let rows = self.count_table(&job.relation).await?;
         Ok(MaterializeOutcome { rows: Some(rows), already_committed: false })
     }
@@ -217,6 +219,11 @@ impl LocalEngine {
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
         self.register(&job.relation, Arc::new(ViewTable::new(plan, Some(sql))))?;
+        // A model that was a table before is a view now: its old Delta table goes.
+        let old_table = self.table_path(&job.relation);
+        if old_table.join("_delta_log").is_dir() {
+            let _ = std::fs::remove_dir_all(old_table);
+        }
         Ok(MaterializeOutcome { rows: None, already_committed: false })
     }
 
