@@ -22,14 +22,21 @@ fn every_error_class_is_reported_with_code_location_and_help() {
         let dir = testdata(&format!("errors/{case}"));
         let human = run(&dir, &["check"]);
         assert_eq!(human.code, 2, "{case}: {}", human.stderr);
-        assert!(!human.stderr.contains("panicked"), "{case} panicked:\n{}", human.stderr);
+        assert!(
+            !human.stderr.contains("panicked"),
+            "{case} panicked:\n{}",
+            human.stderr
+        );
         insta::assert_snapshot!(format!("{case}_human"), human.stderr);
 
         let json = run(&dir, &["check", "--json"]);
         assert_eq!(json.code, 2, "{case}");
         let report = json.json();
         let diags = report["diagnostics"].as_array().unwrap();
-        let d = diags.iter().find(|d| d["code"] == *code).unwrap_or_else(|| panic!("{case}: no {code} in {diags:?}"));
+        let d = diags
+            .iter()
+            .find(|d| d["code"] == *code)
+            .unwrap_or_else(|| panic!("{case}: no {code} in {diags:?}"));
         for field in ["severity", "message", "file", "line", "column", "help"] {
             assert!(!d[field].is_null(), "{case}: {field} missing in {d}");
         }
@@ -40,9 +47,19 @@ fn every_error_class_is_reported_with_code_location_and_help() {
 #[test]
 fn ambiguity_lists_candidates_and_unresolved_suggests() {
     let report = run(&testdata("errors/ambiguous_relation"), &["check", "--json"]).json();
-    assert_eq!(report["diagnostics"][0]["suggestions"], serde_json::json!(["assay.results", "manufacturing.results"]));
-    let report = run(&testdata("errors/unresolved_relation"), &["check", "--json"]).json();
-    assert_eq!(report["diagnostics"][0]["suggestions"], serde_json::json!(["lab.results"]));
+    assert_eq!(
+        report["diagnostics"][0]["suggestions"],
+        serde_json::json!(["assay.results", "manufacturing.results"])
+    );
+    let report = run(
+        &testdata("errors/unresolved_relation"),
+        &["check", "--json"],
+    )
+    .json();
+    assert_eq!(
+        report["diagnostics"][0]["suggestions"],
+        serde_json::json!(["lab.results"])
+    );
 }
 
 #[test]
@@ -62,7 +79,10 @@ fn run_refuses_to_execute_a_workspace_with_compile_errors() {
 
 #[test]
 fn a_missing_workspace_is_a_clear_error() {
-    let out = run(std::path::Path::new("/nonexistent/phlo-workspace"), &["check"]);
+    let out = run(
+        std::path::Path::new("/nonexistent/phlo-workspace"),
+        &["check"],
+    );
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("error[P001]"), "{}", out.stderr);
 }

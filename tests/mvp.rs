@@ -6,7 +6,10 @@ use common::{by_name, run, workspace};
 use std::collections::BTreeMap;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 #[test]
@@ -21,7 +24,12 @@ fn check_derives_the_graph_without_configuration() {
         .unwrap()
         .iter()
         .map(|m| {
-            let d = m["depends_on"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+            let d = m["depends_on"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect();
             (m["name"].as_str().unwrap().to_string(), d)
         })
         .collect();
@@ -29,7 +37,13 @@ fn check_derives_the_graph_without_configuration() {
     assert_eq!(deps["assay.results"], vec!["assay.raw"]);
     assert_eq!(deps["reporting.monthly"], vec!["assay.results"]);
     let human = run(ws.path(), &["check"]);
-    assert!(human.stdout.contains("assay.raw → assay.results → reporting.monthly"), "{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .contains("assay.raw → assay.results → reporting.monthly"),
+        "{}",
+        human.stdout
+    );
 }
 
 #[test]
@@ -40,9 +54,21 @@ fn run_builds_in_order_then_skips_then_rebuilds_only_what_changed() {
     let first = run(dir, &["run", "--json"]);
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let report = first.json();
-    let order: Vec<&str> = report["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let order: Vec<&str> = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert_eq!(order, ["assay.raw", "assay.results", "reporting.monthly"]);
-    assert_eq!(by_name(&report, "status"), map(&[("assay.raw", "passed"), ("assay.results", "passed"), ("reporting.monthly", "passed")]));
+    assert_eq!(
+        by_name(&report, "status"),
+        map(&[
+            ("assay.raw", "passed"),
+            ("assay.results", "passed"),
+            ("reporting.monthly", "passed")
+        ])
+    );
     let tests: Vec<(&str, &str)> = report["tests"]
         .as_array()
         .unwrap()
@@ -54,29 +80,66 @@ fn run_builds_in_order_then_skips_then_rebuilds_only_what_changed() {
     assert_eq!(report["models"][0]["rows"], 4);
     assert!(dir.join(".phlo/warehouse/assay.raw/_delta_log").is_dir());
     for artifact in ["manifest.json", "graph.json", "plan.json", "run.json"] {
-        assert!(dir.join(".phlo/transform").join(artifact).is_file(), "{artifact}");
+        assert!(
+            dir.join(".phlo/transform").join(artifact).is_file(),
+            "{artifact}"
+        );
     }
 
     // Second run: nothing changed.
     let plan = run(dir, &["plan", "--json"]).json();
-    assert_eq!(by_name(&plan, "decision"), map(&[("assay.raw", "skip"), ("assay.results", "skip"), ("reporting.monthly", "skip")]));
-    assert!(plan["models"].as_array().unwrap().iter().all(|m| m["reasons"][0]["kind"] == "unchanged"));
+    assert_eq!(
+        by_name(&plan, "decision"),
+        map(&[
+            ("assay.raw", "skip"),
+            ("assay.results", "skip"),
+            ("reporting.monthly", "skip")
+        ])
+    );
+    assert!(plan["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["reasons"][0]["kind"] == "unchanged"));
     let second = run(dir, &["run", "--json"]);
     assert_eq!(second.code, 0);
-    assert_eq!(by_name(&second.json(), "status"), map(&[("assay.raw", "skipped"), ("assay.results", "skipped"), ("reporting.monthly", "skipped")]));
+    assert_eq!(
+        by_name(&second.json(), "status"),
+        map(&[
+            ("assay.raw", "skipped"),
+            ("assay.results", "skipped"),
+            ("reporting.monthly", "skipped")
+        ])
+    );
 
     // Whitespace- and comment-only edit: still skipped.
     let results = dir.join("workflows/assay/transforms/results.sql");
-    std::fs::write(&results, "-- all results, unfiltered\nSELECT\n    *\nFROM   assay.raw   -- the raw table\n").unwrap();
+    std::fs::write(
+        &results,
+        "-- all results, unfiltered\nSELECT\n    *\nFROM   assay.raw   -- the raw table\n",
+    )
+    .unwrap();
     let plan = run(dir, &["plan", "--json"]).json();
     assert_eq!(by_name(&plan, "decision")["assay.results"], "skip");
 
     // A real edit rebuilds assay.results and reporting.monthly, not assay.raw.
     std::fs::write(&results, "select * from assay.raw where result > 4\n").unwrap();
     let plan = run(dir, &["plan", "--json"]).json();
-    assert_eq!(by_name(&plan, "decision"), map(&[("assay.raw", "skip"), ("assay.results", "build"), ("reporting.monthly", "build")]));
+    assert_eq!(
+        by_name(&plan, "decision"),
+        map(&[
+            ("assay.raw", "skip"),
+            ("assay.results", "build"),
+            ("reporting.monthly", "build")
+        ])
+    );
     let kinds = |name: &str| -> Vec<String> {
-        plan["models"].as_array().unwrap().iter().find(|m| m["name"] == name).unwrap()["reasons"]
+        plan["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap()["reasons"]
             .as_array()
             .unwrap()
             .iter()
@@ -84,10 +147,20 @@ fn run_builds_in_order_then_skips_then_rebuilds_only_what_changed() {
             .collect()
     };
     assert_eq!(kinds("assay.results"), ["sql_semantic_change"]);
-    assert_eq!(kinds("reporting.monthly"), ["dependency_change", "upstream_rebuild"]);
+    assert_eq!(
+        kinds("reporting.monthly"),
+        ["dependency_change", "upstream_rebuild"]
+    );
     let third = run(dir, &["run", "--json"]);
     assert_eq!(third.code, 0, "{}", third.stderr);
-    assert_eq!(by_name(&third.json(), "status"), map(&[("assay.raw", "skipped"), ("assay.results", "passed"), ("reporting.monthly", "passed")]));
+    assert_eq!(
+        by_name(&third.json(), "status"),
+        map(&[
+            ("assay.raw", "skipped"),
+            ("assay.results", "passed"),
+            ("reporting.monthly", "passed")
+        ])
+    );
 }
 
 #[test]
@@ -98,11 +171,25 @@ fn a_failing_model_keeps_earlier_materialisations_and_is_recorded() {
     let raw = dir.join("workflows/assay/transforms/raw.sql");
     let original = std::fs::read_to_string(&raw).unwrap();
     // Parses, resolves, but fails in the engine: the cast cannot succeed at execution.
-    std::fs::write(&raw, original.replace("select *", "select experiment_id, sample_id, site, cast(site as int) as result")).unwrap();
+    std::fs::write(
+        &raw,
+        original.replace(
+            "select *",
+            "select experiment_id, sample_id, site, cast(site as int) as result",
+        ),
+    )
+    .unwrap();
     let out = run(dir, &["run", "--json"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let report = out.json();
-    assert_eq!(by_name(&report, "status"), map(&[("assay.raw", "failed"), ("assay.results", "blocked"), ("reporting.monthly", "blocked")]));
+    assert_eq!(
+        by_name(&report, "status"),
+        map(&[
+            ("assay.raw", "failed"),
+            ("assay.results", "blocked"),
+            ("reporting.monthly", "blocked")
+        ])
+    );
     assert_eq!(report["models"][0]["error"]["code"], "A001");
     // The table still holds the previous version, and state still records it.
     std::fs::write(&raw, original).unwrap();

@@ -13,24 +13,40 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{compile, open_engine, open_state, render, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT};
+use super::{
+    compile, open_engine, open_state, render, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
+    LOCAL_ENVIRONMENT,
+};
 
 fn fatal(d: Diagnostic, json: bool) -> u8 {
     render::diagnostics(&Diagnostics(vec![d]), None, json);
     EXIT_ERRORS
 }
 
-fn write_artifact(paths: &Paths, name: &str, value: &impl serde::Serialize) -> Result<(), Diagnostic> {
+fn write_artifact(
+    paths: &Paths,
+    name: &str,
+    value: &impl serde::Serialize,
+) -> Result<(), Diagnostic> {
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(&paths.artifacts)?;
         let path = paths.artifacts.join(name);
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(value).expect("reports serialise"))?;
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(value).expect("reports serialise"),
+        )?;
         std::fs::rename(tmp, path)
     };
     write().map_err(|e| {
-        Diagnostic::error(codes::STATE_WRITE_FAILED, format!("cannot write artifact {name}: {e}"))
-            .with_help(format!("check that {} is writable", paths.artifacts.display()))
+        Diagnostic::error(
+            codes::STATE_WRITE_FAILED,
+            format!("cannot write artifact {name}: {e}"),
+        )
+        .with_help(format!(
+            "check that {} is writable",
+            paths.artifacts.display()
+        ))
     })
 }
 
@@ -64,7 +80,10 @@ fn compile_or_report(paths: &Paths, json: bool) -> Result<Compilation, u8> {
     let c = compile(paths).map_err(|d| fatal(d, json))?;
     if c.has_errors() {
         if json {
-            println!("{}", json!({ "models": model_rows(&c), "diagnostics": c.diagnostics }));
+            println!(
+                "{}",
+                json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
+            );
         } else {
             render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
             eprintln!("error: compilation failed: {}", render::summary_line(&c));
@@ -84,7 +103,10 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
     };
     let _ = write_compile_artifacts(paths, &c);
     if json {
-        println!("{}", json!({ "models": model_rows(&c), "diagnostics": c.diagnostics }));
+        println!(
+            "{}",
+            json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
+        );
     } else {
         render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
         let order: Vec<&str> = c.order.iter().map(|&i| c.models[i].name.as_str()).collect();
@@ -93,7 +115,11 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
         }
         println!("Checked {}", render::summary_line(&c));
     }
-    if c.has_errors() { EXIT_ERRORS } else { EXIT_OK }
+    if c.has_errors() {
+        EXIT_ERRORS
+    } else {
+        EXIT_OK
+    }
 }
 
 pub async fn list(paths: &Paths, json: bool) -> u8 {
@@ -102,14 +128,31 @@ pub async fn list(paths: &Paths, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     if json {
-        println!("{}", json!({ "models": model_rows(&c), "diagnostics": c.diagnostics }));
+        println!(
+            "{}",
+            json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
+        );
     } else {
-        let width = c.models.iter().map(|m| m.name.as_str().len()).max().unwrap_or(0);
+        let width = c
+            .models
+            .iter()
+            .map(|m| m.name.as_str().len())
+            .max()
+            .unwrap_or(0);
         for m in &c.models {
-            println!("{:<width$}  {:<11} {}", m.name.as_str(), m.materialization.as_str(), m.path);
+            println!(
+                "{:<width$}  {:<11} {}",
+                m.name.as_str(),
+                m.materialization.as_str(),
+                m.path
+            );
         }
     }
-    if c.has_errors() { EXIT_ERRORS } else { EXIT_OK }
+    if c.has_errors() {
+        EXIT_ERRORS
+    } else {
+        EXIT_OK
+    }
 }
 
 pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 {
@@ -127,7 +170,11 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
     let m = &c.models[i];
     let file = &c.workspace.models[i];
     let recorded = match open_state(paths).await {
-        Ok(store) => store.materializations(LOCAL_ENVIRONMENT).await.ok().and_then(|mut all| all.remove(&m.id)),
+        Ok(store) => store
+            .materializations(LOCAL_ENVIRONMENT)
+            .await
+            .ok()
+            .and_then(|mut all| all.remove(&m.id)),
         Err(_) => None,
     };
     let desired = m.version.as_ref().map(|v| v.version.clone());
@@ -137,9 +184,23 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         (Some(d), Some(r)) if *d == r.version => "current",
         _ => "changed",
     };
-    let used_by: Vec<&str> = c.graph.downstream(i).iter().map(|&d| c.models[d].name.as_str()).collect();
-    let tests: Vec<&str> = c.tests.iter().filter(|t| t.targets.contains(&i)).map(|t| t.name.as_str()).collect();
-    let diags: Vec<&Diagnostic> = c.diagnostics.iter().filter(|d| d.file.as_deref() == Some(m.path.as_str())).collect();
+    let used_by: Vec<&str> = c
+        .graph
+        .downstream(i)
+        .iter()
+        .map(|&d| c.models[d].name.as_str())
+        .collect();
+    let tests: Vec<&str> = c
+        .tests
+        .iter()
+        .filter(|t| t.targets.contains(&i))
+        .map(|t| t.name.as_str())
+        .collect();
+    let diags: Vec<&Diagnostic> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(m.path.as_str()))
+        .collect();
     if json {
         println!(
             "{}",
@@ -156,7 +217,15 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         return EXIT_OK;
     }
     println!("Model: {}", m.name);
-    println!("ID: {}{}", m.name.uri(), if m.id != m.name.as_str() { format!(" (pinned @id {})", m.id) } else { String::new() });
+    println!(
+        "ID: {}{}",
+        m.name.uri(),
+        if m.id != m.name.as_str() {
+            format!(" (pinned @id {})", m.id)
+        } else {
+            String::new()
+        }
+    );
     println!("Path: {}\n", m.path);
     println!("Materialisation: {}", m.materialization);
     if !file.config.key.value.is_empty() {
@@ -192,22 +261,40 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
             println!("  {t}");
         }
     }
-    let short = |v: Option<&String>| v.map(|s| s[..12.min(s.len())].to_string()).unwrap_or_else(|| "-".into());
+    let short = |v: Option<&String>| {
+        v.map(|s| s[..12.min(s.len())].to_string())
+            .unwrap_or_else(|| "-".into())
+    };
     println!("\nState:");
     println!("  desired: {}", short(desired.as_ref()));
-    println!("  current: {}", short(recorded.as_ref().map(|r| &r.version)));
+    println!(
+        "  current: {}",
+        short(recorded.as_ref().map(|r| &r.version))
+    );
     println!("  status: {status}");
     EXIT_OK
 }
 
 /// Plans `c` against the recorded state and the relations the engine sees.
-async fn make_plan(c: &Compilation, engine: &dyn Adapter, store: &dyn StateStore) -> Result<Plan, Diagnostic> {
-    let materialized = store.materializations(LOCAL_ENVIRONMENT).await.map_err(|e| {
-        Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help("the state database may be damaged; `phlo-transform clean --all` resets it")
-    })?;
+async fn make_plan(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+) -> Result<Plan, Diagnostic> {
+    let materialized = store
+        .materializations(LOCAL_ENVIRONMENT)
+        .await
+        .map_err(|e| {
+            Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(
+                "the state database may be damaged; `phlo-transform clean --all` resets it",
+            )
+        })?;
     let mut existing = HashSet::new();
     for m in &c.models {
-        if engine.relation_exists(m.name.as_str(), m.materialization).await {
+        if engine
+            .relation_exists(m.name.as_str(), m.materialization)
+            .await
+        {
             existing.insert(m.id.clone());
         }
     }
@@ -238,11 +325,21 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
         Ok(p) => p,
         Err(d) => return fatal(d, json),
     };
-    let stored = store.store_plan(&p.plan_id, &serde_json::to_value(&p).expect("plans serialise")).await;
+    let stored = store
+        .store_plan(
+            &p.plan_id,
+            &serde_json::to_value(&p).expect("plans serialise"),
+        )
+        .await;
     if let Err(e) = stored {
-        return fatal(Diagnostic::error(codes::STATE_WRITE_FAILED, e.message).with_help("check that the state database is writable"), json);
+        return fatal(
+            Diagnostic::error(codes::STATE_WRITE_FAILED, e.message)
+                .with_help("check that the state database is writable"),
+            json,
+        );
     }
-    let artifacts = write_compile_artifacts(paths, &c).and_then(|_| write_artifact(paths, "plan.json", &p));
+    let artifacts =
+        write_compile_artifacts(paths, &c).and_then(|_| write_artifact(paths, "plan.json", &p));
     if let Err(d) = artifacts {
         return fatal(d, json);
     }
@@ -259,7 +356,9 @@ pub async fn run(paths: &Paths, jobs: Option<usize>, json: bool) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let jobs = jobs.or(c.workspace.config.transform.execution.max_concurrency).unwrap_or(4);
+    let jobs = jobs
+        .or(c.workspace.config.transform.execution.max_concurrency)
+        .unwrap_or(4);
     execute_plan(paths, c, jobs, json, "run", |p| p).await
 }
 
@@ -272,8 +371,15 @@ pub async fn test(paths: &Paths, json: bool) -> u8 {
     execute_plan(paths, c, 1, json, "test", |mut p| {
         for m in &mut p.models {
             if m.decision == Decision::Build {
-                let never = m.reasons.iter().any(|r| r.kind == phlo_transform_plan::ReasonKind::MissingRelation);
-                m.decision = if never { Decision::Blocked } else { Decision::Skip };
+                let never = m
+                    .reasons
+                    .iter()
+                    .any(|r| r.kind == phlo_transform_plan::ReasonKind::MissingRelation);
+                m.decision = if never {
+                    Decision::Blocked
+                } else {
+                    Decision::Skip
+                };
             }
         }
         p
@@ -281,7 +387,14 @@ pub async fn test(paths: &Paths, json: bool) -> u8 {
     .await
 }
 
-async fn execute_plan(paths: &Paths, c: Compilation, jobs: usize, json: bool, command: &str, adjust: impl FnOnce(Plan) -> Plan) -> u8 {
+async fn execute_plan(
+    paths: &Paths,
+    c: Compilation,
+    jobs: usize,
+    json: bool,
+    command: &str,
+    adjust: impl FnOnce(Plan) -> Plan,
+) -> u8 {
     let store = match open_state(paths).await {
         Ok(s) => Arc::new(s),
         Err(d) => return fatal(d, json),
@@ -299,7 +412,10 @@ async fn execute_plan(paths: &Paths, c: Compilation, jobs: usize, json: bool, co
         print!("{}", render::plan(&p));
         println!();
     }
-    let options = RunOptions { jobs, command: command.to_string() };
+    let options = RunOptions {
+        jobs,
+        command: command.to_string(),
+    };
     let report = match execute(&c, &p, engine, store, &options).await {
         Ok(r) => r,
         Err(e) => {
@@ -317,11 +433,18 @@ async fn execute_plan(paths: &Paths, c: Compilation, jobs: usize, json: bool, co
         render::diagnostics(&Diagnostics(vec![d]), None, json);
     }
     if json {
-        println!("{}", serde_json::to_string(&report).expect("reports serialise"));
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("reports serialise")
+        );
     } else {
         print!("{}", render::run(&report));
     }
-    if report.failed() { EXIT_FAILURES } else { EXIT_OK }
+    if report.failed() {
+        EXIT_FAILURES
+    } else {
+        EXIT_OK
+    }
 }
 
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
@@ -336,11 +459,24 @@ pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
         }
     }
     for t in targets {
-        let result = if t.is_dir() { std::fs::remove_dir_all(&t) } else if t.exists() { std::fs::remove_file(&t) } else { continue };
+        let result = if t.is_dir() {
+            std::fs::remove_dir_all(&t)
+        } else if t.exists() {
+            std::fs::remove_file(&t)
+        } else {
+            continue;
+        };
         match result {
             Ok(()) => removed.push(t.display().to_string()),
             Err(e) => {
-                return fatal(Diagnostic::error(codes::STATE_WRITE_FAILED, format!("cannot remove {}: {e}", t.display())).with_help("check permissions"), json)
+                return fatal(
+                    Diagnostic::error(
+                        codes::STATE_WRITE_FAILED,
+                        format!("cannot remove {}: {e}", t.display()),
+                    )
+                    .with_help("check permissions"),
+                    json,
+                )
             }
         }
     }

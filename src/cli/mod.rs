@@ -21,7 +21,11 @@ pub const EXIT_ERRORS: u8 = 2;
 pub const LOCAL_ENVIRONMENT: &str = "local";
 
 #[derive(Parser)]
-#[command(name = "phlo-transform", version, about = "A workspace-native SQL build system: plain SQL models, compiled, planned against state and built locally on DataFusion + Delta Lake.")]
+#[command(
+    name = "phlo-transform",
+    version,
+    about = "A workspace-native SQL build system: plain SQL models, compiled, planned against state and built locally on DataFusion + Delta Lake."
+)]
 pub struct Cli {
     /// Workspace directory (default: the nearest ancestor with a phlo.toml, else the current directory).
     #[arg(short = 'C', long = "project-dir", global = true, value_name = "DIR")]
@@ -81,7 +85,9 @@ impl Paths {
         let artifacts = root.join(".phlo").join("transform");
         Paths {
             root: root.to_path_buf(),
-            state: state.map(PathBuf::from).unwrap_or_else(|| artifacts.join("state.db")),
+            state: state
+                .map(PathBuf::from)
+                .unwrap_or_else(|| artifacts.join("state.db")),
             warehouse: root.join(".phlo").join("warehouse"),
             artifacts,
         }
@@ -89,9 +95,20 @@ impl Paths {
 }
 
 pub async fn dispatch(cli: Cli) -> u8 {
-    let start = cli.project_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let root = if cli.project_dir.is_some() { start.clone() } else { Workspace::find_root(&start) };
-    if let Some(url) = cli.state.as_deref().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://")) {
+    let start = cli
+        .project_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let root = if cli.project_dir.is_some() {
+        start.clone()
+    } else {
+        Workspace::find_root(&start)
+    };
+    if let Some(url) = cli
+        .state
+        .as_deref()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+    {
         let d = Diagnostic::error(codes::STATE_UNAVAILABLE, format!("state backend `{}` is not available yet", redact(url)))
             .with_help("use a SQLite file path for --state / PHLO_STATE_URL; the PostgreSQL backend is planned");
         render::diagnostics(&Diagnostics(vec![d]), None, cli.json);
@@ -133,7 +150,8 @@ pub fn compile(paths: &Paths) -> Result<Compilation, Diagnostic> {
 
 pub async fn open_state(paths: &Paths) -> Result<SqliteStateStore, Diagnostic> {
     SqliteStateStore::open(&paths.state).await.map_err(|e| {
-        Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help("check that the state path is writable, or pass another with --state")
+        Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+            .with_help("check that the state path is writable, or pass another with --state")
     })
 }
 
@@ -141,7 +159,10 @@ pub async fn open_engine(paths: &Paths, c: &Compilation) -> (LocalEngine, Vec<Di
     let (engine, problems) = LocalEngine::open(&paths.warehouse, c).await;
     let diags = problems
         .into_iter()
-        .map(|p| Diagnostic::warning(p.code, p.message).with_help("models reading this relation will fail until it can be read"))
+        .map(|p| {
+            Diagnostic::warning(p.code, p.message)
+                .with_help("models reading this relation will fail until it can be read")
+        })
         .collect();
     (engine, diags)
 }

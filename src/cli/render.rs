@@ -44,16 +44,34 @@ pub fn plan(p: &Plan) -> String {
     let _ = writeln!(out, "Environment: {}", p.environment);
     let _ = writeln!(out, "Selection:   all\n");
     let s = &p.summary;
-    let _ = writeln!(out, "Models ({}) — {} build, {} skip, {} cached", p.models.len(), s.build, s.skip, s.cached);
+    let _ = writeln!(
+        out,
+        "Models ({}) — {} build, {} skip, {} cached",
+        p.models.len(),
+        s.build,
+        s.skip,
+        s.cached
+    );
     let width = p.models.iter().map(|m| m.name.len()).max().unwrap_or(0);
     for m in &p.models {
-        let _ = writeln!(out, "  {:<6} {:<width$}  [{}] {}", m.decision.label(), m.name, m.materialization, m.relation);
+        let _ = writeln!(
+            out,
+            "  {:<6} {:<width$}  [{}] {}",
+            m.decision.label(),
+            m.name,
+            m.materialization,
+            m.relation
+        );
         for r in &m.reasons {
             let _ = writeln!(out, "           {}", r.detail);
         }
     }
     if !p.ephemeral.is_empty() {
-        let _ = writeln!(out, "\nEphemeral ({}) — inlined into their dependents", p.ephemeral.len());
+        let _ = writeln!(
+            out,
+            "\nEphemeral ({}) — inlined into their dependents",
+            p.ephemeral.len()
+        );
         for e in &p.ephemeral {
             let _ = writeln!(out, "  {e}");
         }
@@ -68,21 +86,48 @@ pub fn plan(p: &Plan) -> String {
 pub fn run(r: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run:  {}  (plan {})", r.run_id, r.plan_id);
-    let width = r.models.iter().map(|m| m.name.len()).chain(r.tests.iter().map(|t| t.name.len())).max().unwrap_or(0);
+    let width = r
+        .models
+        .iter()
+        .map(|m| m.name.len())
+        .chain(r.tests.iter().map(|t| t.name.len()))
+        .max()
+        .unwrap_or(0);
     for m in &r.models {
         let detail = match (&m.error, m.rows, m.duration_ms) {
             (Some(e), _, _) => format!("{}: {}", e.code, e.message),
-            (None, Some(rows), Some(ms)) => format!("{rows} rows in {ms} ms{}", if m.reused_commit { " (already committed)" } else { "" }),
+            (None, Some(rows), Some(ms)) => format!(
+                "{rows} rows in {ms} ms{}",
+                if m.reused_commit {
+                    " (already committed)"
+                } else {
+                    ""
+                }
+            ),
             (None, None, Some(ms)) => format!("view in {ms} ms"),
             _ => String::new(),
         };
-        let _ = writeln!(out, "  {:<8} {:<width$}  {detail}", m.status.to_uppercase(), m.name);
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<width$}  {detail}",
+            m.status.to_uppercase(),
+            m.name
+        );
     }
     if !r.tests.is_empty() {
         let _ = writeln!(out, "Tests");
         for t in &r.tests {
-            let detail = t.error.as_ref().map(|e| format!("{}: {}", e.code, e.message)).unwrap_or_default();
-            let _ = writeln!(out, "  {:<8} {:<width$}  {detail}", t.status.to_uppercase(), t.name);
+            let detail = t
+                .error
+                .as_ref()
+                .map(|e| format!("{}: {}", e.code, e.message))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<8} {:<width$}  {detail}",
+                t.status.to_uppercase(),
+                t.name
+            );
         }
     }
     let c = &r.counts;

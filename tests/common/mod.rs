@@ -10,7 +10,9 @@ pub fn bin() -> PathBuf {
 }
 
 pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name)
 }
 
 /// Copies `testdata/<name>` into a fresh temporary directory (never touching the original).
@@ -45,7 +47,9 @@ pub struct Output {
 
 impl Output {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
     }
 }
 
@@ -66,11 +70,19 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// `{"name": status}` of a `run --json` / `plan --json` report's models.
-pub fn by_name(report: &serde_json::Value, field: &str) -> std::collections::BTreeMap<String, String> {
+pub fn by_name(
+    report: &serde_json::Value,
+    field: &str,
+) -> std::collections::BTreeMap<String, String> {
     report["models"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["name"].as_str().unwrap().to_string(), m[field].as_str().unwrap().to_string()))
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m[field].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }

@@ -14,10 +14,10 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::TableReference;
+use deltalake::delta_datafusion::planner::DeltaPlanner;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::Transaction;
 use deltalake::protocol::SaveMode;
-use deltalake::delta_datafusion::planner::DeltaPlanner;
 use deltalake::{DeltaTable, DeltaTableError};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -47,11 +47,19 @@ struct ViewDefinition {
 }
 
 fn err(code: Code, message: impl Into<String>) -> AdapterError {
-    AdapterError { code, message: message.into(), retryable: false }
+    AdapterError {
+        code,
+        message: message.into(),
+        retryable: false,
+    }
 }
 
 fn io_err(message: impl Into<String>) -> AdapterError {
-    AdapterError { code: codes::WRITE_FAILED, message: message.into(), retryable: true }
+    AdapterError {
+        code: codes::WRITE_FAILED,
+        message: message.into(),
+        retryable: true,
+    }
 }
 
 impl LocalEngine {
@@ -61,18 +69,30 @@ impl LocalEngine {
     pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
         let mut config = SessionConfig::new();
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
-        config.options_mut().execution.parquet.schema_force_view_types = false;
+        config
+            .options_mut()
+            .execution
+            .parquet
+            .schema_force_view_types = false;
         // Delta's planner turns delta-rs's write nodes into execution plans.
         let state = SessionStateBuilder::new()
             .with_default_features()
             .with_config(config)
             .with_query_planner(DeltaPlanner::new())
             .build();
-        let engine = LocalEngine { ctx: SessionContext::new_with_state(state), warehouse: warehouse.to_path_buf() };
+        let engine = LocalEngine {
+            ctx: SessionContext::new_with_state(state),
+            warehouse: warehouse.to_path_buf(),
+        };
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
-            let Some(state) = c.catalog.sources.get(&source.name) else { continue };
-            if let Err(e) = engine.register_source(&source.name, source.format, &state.read_path).await {
+            let Some(state) = c.catalog.sources.get(&source.name) else {
+                continue;
+            };
+            if let Err(e) = engine
+                .register_source(&source.name, source.format, &state.read_path)
+                .await
+            {
                 problems.push(e);
             }
         }
@@ -83,7 +103,9 @@ impl LocalEngine {
             let _ = match m.materialization {
                 Materialization::Ephemeral => Ok(()),
                 Materialization::View => engine.register_view(name).await,
-                Materialization::Table | Materialization::Incremental => engine.register_delta(name).await,
+                Materialization::Table | Materialization::Incremental => {
+                    engine.register_delta(name).await
+                }
             };
         }
         (engine, problems)
@@ -104,12 +126,27 @@ impl LocalEngine {
         self.ctx
             .register_table(table, provider)
             .map(|_| ())
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("cannot register `{name}`: {e}")))
+            .map_err(|e| {
+                err(
+                    codes::RELATION_UNAVAILABLE,
+                    format!("cannot register `{name}`: {e}"),
+                )
+            })
     }
 
-    async fn register_source(&self, name: &str, format: SourceFormat, path: &Path) -> Result<(), AdapterError> {
+    async fn register_source(
+        &self,
+        name: &str,
+        format: SourceFormat,
+        path: &Path,
+    ) -> Result<(), AdapterError> {
         let location = path.to_string_lossy().to_string();
-        let unavailable = |e: String| err(codes::RELATION_UNAVAILABLE, format!("source `{name}` ({location}): {e}"));
+        let unavailable = |e: String| {
+            err(
+                codes::RELATION_UNAVAILABLE,
+                format!("source `{name}` ({location}): {e}"),
+            )
+        };
         let table = TableReference::bare(name);
         match format {
             SourceFormat::Parquet => self
@@ -123,11 +160,15 @@ impl LocalEngine {
                 .await
                 .map_err(|e| unavailable(e.to_string())),
             SourceFormat::Delta => {
-                let provider = open_delta_provider(path, &self.ctx).await.map_err(unavailable)?;
+                let provider = open_delta_provider(path, &self.ctx)
+                    .await
+                    .map_err(unavailable)?;
                 self.register(name, provider)
             }
             SourceFormat::Iceberg => {
-                let provider = open_iceberg_provider(path, name).await.map_err(unavailable)?;
+                let provider = open_iceberg_provider(path, name)
+                    .await
+                    .map_err(unavailable)?;
                 self.register(name, provider)
             }
         }
@@ -136,7 +177,10 @@ impl LocalEngine {
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
         let path = self.table_path(model);
         if !path.join("_delta_log").is_dir() {
-            return Err(err(codes::RELATION_UNAVAILABLE, format!("table `{model}` does not exist")));
+            return Err(err(
+                codes::RELATION_UNAVAILABLE,
+                format!("table `{model}` does not exist"),
+            ));
         }
         let provider = open_delta_provider(&path, &self.ctx)
             .await
@@ -147,16 +191,25 @@ impl LocalEngine {
     async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
         let text = std::fs::read_to_string(self.view_path(model))
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
-        let def: ViewDefinition = serde_json::from_str(&text)
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}` definition is corrupt: {e}")))?;
+        let def: ViewDefinition = serde_json::from_str(&text).map_err(|e| {
+            err(
+                codes::RELATION_UNAVAILABLE,
+                format!("view `{model}` definition is corrupt: {e}"),
+            )
+        })?;
         let plan = self.plan_sql(&def.sql).await?;
         self.register(model, Arc::new(ViewTable::new(plan, Some(def.sql))))
     }
 
     async fn plan_sql(&self, sql: &str) -> Result<LogicalPlan, AdapterError> {
         let state = self.ctx.state();
-        let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::Generic).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        state.statement_to_plan(statement).await.map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        let statement = state
+            .sql_to_statement(sql, &datafusion::config::Dialect::Generic)
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        state
+            .statement_to_plan(statement)
+            .await
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
     }
 
     async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
@@ -170,9 +223,13 @@ impl LocalEngine {
 
     async fn write_table(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
         let path = self.table_path(&job.relation);
-        std::fs::create_dir_all(&path).map_err(|e| io_err(format!("cannot create {}: {e}", path.display())))?;
-        let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| io_err(e.to_string()))?;
-        let table = DeltaTable::try_from_url(url).await.map_err(|e| io_err(format!("opening {}: {e}", path.display())))?;
+        std::fs::create_dir_all(&path)
+            .map_err(|e| io_err(format!("cannot create {}: {e}", path.display())))?;
+        let url = deltalake::ensure_table_uri(path.to_string_lossy())
+            .map_err(|e| io_err(e.to_string()))?;
+        let table = DeltaTable::try_from_url(url)
+            .await
+            .map_err(|e| io_err(format!("opening {}: {e}", path.display())))?;
         let app_id = format!("{APP_ID_PREFIX}{}", job.model_id);
         if let Ok(snapshot) = table.snapshot() {
             let committed = snapshot
@@ -182,14 +239,20 @@ impl LocalEngine {
             if committed.is_some_and(|v| v >= job.generation) {
                 self.register_delta(&job.relation).await?;
                 let rows = self.count_table(&job.relation).await?;
-                return Ok(MaterializeOutcome { rows: Some(rows), already_committed: true });
+                return Ok(MaterializeOutcome {
+                    rows: Some(rows),
+                    already_committed: true,
+                });
             }
         }
         let plan = self.plan_query(&job.query).await?;
         let properties = CommitProperties::default()
             .with_application_transaction(Transaction::new(&app_id, job.generation))
             .with_metadata([
-                ("phlo.model_version".to_string(), serde_json::json!(job.version)),
+                (
+                    "phlo.model_version".to_string(),
+                    serde_json::json!(job.version),
+                ),
                 ("phlo.run_id".to_string(), serde_json::json!(job.run_id)),
             ]);
         table
@@ -205,13 +268,21 @@ impl LocalEngine {
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(self.view_path(&job.relation));
         let rows = self.count_table(&job.relation).await?;
-        Ok(MaterializeOutcome { rows: Some(rows), already_committed: false })
+        Ok(MaterializeOutcome {
+            rows: Some(rows),
+            already_committed: false,
+        })
     }
 
     async fn write_view(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
         let sql = job.query.to_string();
         let plan = self.plan_query(&job.query).await?; // validates before anything is stored
-        let def = ViewDefinition { model: job.model_name.clone(), version: job.version.clone(), run_id: job.run_id.clone(), sql: sql.clone() };
+        let def = ViewDefinition {
+            model: job.model_name.clone(),
+            version: job.version.clone(),
+            run_id: job.run_id.clone(),
+            sql: sql.clone(),
+        };
         let path = self.view_path(&job.relation);
         std::fs::create_dir_all(&self.warehouse).map_err(|e| io_err(e.to_string()))?;
         let tmp = path.with_extension("json.tmp");
@@ -224,7 +295,10 @@ impl LocalEngine {
         if old_table.join("_delta_log").is_dir() {
             let _ = std::fs::remove_dir_all(old_table);
         }
-        Ok(MaterializeOutcome { rows: None, already_committed: false })
+        Ok(MaterializeOutcome {
+            rows: None,
+            already_committed: false,
+        })
     }
 
     async fn count_table(&self, relation: &str) -> Result<u64, AdapterError> {
@@ -233,7 +307,10 @@ impl LocalEngine {
             .table(TableReference::bare(relation))
             .await
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        df.count().await.map(|n| n as u64).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        df.count()
+            .await
+            .map(|n| n as u64)
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
     }
 }
 
@@ -247,26 +324,53 @@ fn classify_write_error(e: DeltaTableError) -> AdapterError {
             | DeltaTableError::VersionAlreadyExists(_)
             | DeltaTableError::Transaction { .. }
     );
-    AdapterError { code: if retryable { codes::WRITE_FAILED } else { codes::QUERY_FAILED }, message: e.to_string(), retryable }
+    AdapterError {
+        code: if retryable {
+            codes::WRITE_FAILED
+        } else {
+            codes::QUERY_FAILED
+        },
+        message: e.to_string(),
+        retryable,
+    }
 }
 
-async fn open_delta_provider(path: &Path, ctx: &SessionContext) -> Result<Arc<dyn TableProvider>, String> {
+async fn open_delta_provider(
+    path: &Path,
+    ctx: &SessionContext,
+) -> Result<Arc<dyn TableProvider>, String> {
     let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let table = deltalake::open_table(url).await.map_err(|e| e.to_string())?;
-    table.update_datafusion_session(&ctx.state()).map_err(|e| e.to_string())?;
+    let table = deltalake::open_table(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    table
+        .update_datafusion_session(&ctx.state())
+        .map_err(|e| e.to_string())?;
     table.table_provider().await.map_err(|e| e.to_string())
 }
 
-async fn open_iceberg_provider(metadata: &Path, name: &str) -> Result<Arc<dyn TableProvider>, String> {
+async fn open_iceberg_provider(
+    metadata: &Path,
+    name: &str,
+) -> Result<Arc<dyn TableProvider>, String> {
     use iceberg::io::FileIO;
     use iceberg::table::StaticTable;
     use iceberg::TableIdent;
-    let location = format!("file://{}", metadata.canonicalize().map_err(|e| e.to_string())?.display());
+    let location = format!(
+        "file://{}",
+        metadata
+            .canonicalize()
+            .map_err(|e| e.to_string())?
+            .display()
+    );
     let ident = TableIdent::from_strs(name.split('.')).map_err(|e| e.to_string())?;
-    let table = StaticTable::from_metadata_file(&location, ident, FileIO::new_with_fs()).await.map_err(|e| e.to_string())?;
-    let provider = iceberg_datafusion::IcebergStaticTableProvider::try_new_from_table(table.into_table())
+    let table = StaticTable::from_metadata_file(&location, ident, FileIO::new_with_fs())
         .await
         .map_err(|e| e.to_string())?;
+    let provider =
+        iceberg_datafusion::IcebergStaticTableProvider::try_new_from_table(table.into_table())
+            .await
+            .map_err(|e| e.to_string())?;
     Ok(Arc::new(provider))
 }
 
@@ -284,7 +388,9 @@ impl Adapter for LocalEngine {
         match materialization {
             Materialization::Ephemeral => true,
             Materialization::View => self.view_path(model_name).is_file(),
-            Materialization::Table | Materialization::Incremental => self.table_path(model_name).join("_delta_log").is_dir(),
+            Materialization::Table | Materialization::Incremental => {
+                self.table_path(model_name).join("_delta_log").is_dir()
+            }
         }
     }
 
@@ -292,13 +398,23 @@ impl Adapter for LocalEngine {
         match job.materialization {
             Materialization::View => self.write_view(job).await,
             Materialization::Table | Materialization::Incremental => self.write_table(job).await,
-            Materialization::Ephemeral => Err(err(codes::QUERY_FAILED, "ephemeral models are inlined, never materialised")),
+            Materialization::Ephemeral => Err(err(
+                codes::QUERY_FAILED,
+                "ephemeral models are inlined, never materialised",
+            )),
         }
     }
 
     async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
         let plan = self.plan_query(query).await?;
-        let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        df.count().await.map(|n| n as u64).map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        let df = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        df.count()
+            .await
+            .map(|n| n as u64)
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
     }
 }

@@ -104,7 +104,12 @@ impl Compilation {
                     version: m.version.as_ref().map(|v| v.version.as_str()),
                     sql_hash: m.version.as_ref().map(|v| v.sql_hash.as_str()),
                     config_hash: m.version.as_ref().map(|v| v.config_hash.as_str()),
-                    tests: self.tests.iter().filter(|t| t.targets.contains(&i)).map(|t| t.name.as_str()).collect(),
+                    tests: self
+                        .tests
+                        .iter()
+                        .filter(|t| t.targets.contains(&i))
+                        .map(|t| t.name.as_str())
+                        .collect(),
                     has_errors: m.has_errors,
                 }
             })
@@ -118,8 +123,17 @@ impl Compilation {
                 format: s.format,
                 location: &s.location,
                 origin: s.origin,
-                state: self.catalog.sources.get(&s.name).map(|st| st.state.as_str()),
-                used_by: self.models.iter().filter(|m| m.sources.contains(&s.name)).map(|m| m.name.as_str()).collect(),
+                state: self
+                    .catalog
+                    .sources
+                    .get(&s.name)
+                    .map(|st| st.state.as_str()),
+                used_by: self
+                    .models
+                    .iter()
+                    .filter(|m| m.sources.contains(&s.name))
+                    .map(|m| m.name.as_str())
+                    .collect(),
             })
             .collect();
         Manifest {
@@ -130,7 +144,10 @@ impl Compilation {
                 .roots
                 .iter()
                 .filter(|r| !r.namespace.is_empty())
-                .map(|r| RootEntry { path: &r.path, namespace: &r.namespace })
+                .map(|r| RootEntry {
+                    path: &r.path,
+                    namespace: &r.namespace,
+                })
                 .collect(),
             models,
             sources,
@@ -140,7 +157,11 @@ impl Compilation {
                 .map(|t| TestEntry {
                     name: &t.name,
                     kind: &t.kind,
-                    targets: t.targets.iter().map(|&i| self.models[i].name.as_str()).collect(),
+                    targets: t
+                        .targets
+                        .iter()
+                        .map(|&i| self.models[i].name.as_str())
+                        .collect(),
                 })
                 .collect(),
         }
@@ -150,24 +171,52 @@ impl Compilation {
         let mut nodes = Vec::new();
         let mut edges = Vec::new();
         for s in &self.workspace.sources {
-            nodes.push(GraphNode { id: s.uri(), kind: "source", name: s.name.clone() });
+            nodes.push(GraphNode {
+                id: s.uri(),
+                kind: "source",
+                name: s.name.clone(),
+            });
         }
         for (i, m) in self.models.iter().enumerate() {
-            nodes.push(GraphNode { id: m.name.uri(), kind: "model", name: m.name.to_string() });
+            nodes.push(GraphNode {
+                id: m.name.uri(),
+                kind: "model",
+                name: m.name.to_string(),
+            });
             for s in &m.sources {
-                edges.push(GraphEdge { from: format!("source://{}", s.replace('.', "/")), to: m.name.uri(), kind: "source" });
+                edges.push(GraphEdge {
+                    from: format!("source://{}", s.replace('.', "/")),
+                    to: m.name.uri(),
+                    kind: "source",
+                });
             }
             for &u in &self.models[i].upstream {
-                edges.push(GraphEdge { from: self.models[u].name.uri(), to: m.name.uri(), kind: "model" });
+                edges.push(GraphEdge {
+                    from: self.models[u].name.uri(),
+                    to: m.name.uri(),
+                    kind: "model",
+                });
             }
         }
         for t in &self.tests {
             let id = format!("test://{}", t.name);
-            nodes.push(GraphNode { id: id.clone(), kind: "test", name: t.name.clone() });
+            nodes.push(GraphNode {
+                id: id.clone(),
+                kind: "test",
+                name: t.name.clone(),
+            });
             for &i in &t.targets {
-                edges.push(GraphEdge { from: self.models[i].name.uri(), to: id.clone(), kind: "test" });
+                edges.push(GraphEdge {
+                    from: self.models[i].name.uri(),
+                    to: id.clone(),
+                    kind: "test",
+                });
             }
         }
-        GraphDocument { schema_version: ARTIFACT_SCHEMA_VERSION, nodes, edges }
+        GraphDocument {
+            schema_version: ARTIFACT_SCHEMA_VERSION,
+            nodes,
+            edges,
+        }
     }
 }

@@ -39,17 +39,26 @@ impl CatalogSnapshot {
                 Ok(state) => {
                     snapshot.sources.insert(source.name.clone(), state);
                 }
-                Err(reason) => diags.push(locate_declaration(workspace, source,
+                Err(reason) => diags.push(locate_declaration(
+                    workspace,
+                    source,
                     Diagnostic::error(
                         codes::UNREADABLE_SOURCE,
-                        format!("source `{}` at `{}` cannot be read: {reason}", source.name, source.location),
+                        format!(
+                            "source `{}` at `{}` cannot be read: {reason}",
+                            source.name, source.location
+                        ),
                     )
-                    .in_file(if source.origin == phlo_transform_project::SourceOrigin::Declared {
-                        "phlo.toml".to_string()
-                    } else {
-                        source.location.clone()
-                    })
-                    .with_help("check that the location exists and is readable, or fix it in phlo.toml"),
+                    .in_file(
+                        if source.origin == phlo_transform_project::SourceOrigin::Declared {
+                            "phlo.toml".to_string()
+                        } else {
+                            source.location.clone()
+                        },
+                    )
+                    .with_help(
+                        "check that the location exists and is readable, or fix it in phlo.toml",
+                    ),
                 )),
             }
         }
@@ -62,9 +71,14 @@ fn locate_declaration(workspace: &Workspace, source: &SourceDecl, d: Diagnostic)
     if source.origin != phlo_transform_project::SourceOrigin::Declared {
         return d;
     }
-    let Ok(text) = std::fs::read_to_string(workspace.root.join("phlo.toml")) else { return d };
+    let Ok(text) = std::fs::read_to_string(workspace.root.join("phlo.toml")) else {
+        return d;
+    };
     let header = format!("\"{}\"", source.name);
-    match text.lines().position(|l| l.trim_start().starts_with("[source.") && l.contains(&header)) {
+    match text
+        .lines()
+        .position(|l| l.trim_start().starts_with("[source.") && l.contains(&header))
+    {
         Some(i) => d.at(i + 1, 1),
         None => d,
     }
@@ -87,12 +101,26 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
             let text = std::fs::read_to_string(&metadata).map_err(|e| e.to_string())?;
             let doc: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
-            let snapshot = doc.get("current-snapshot-id").and_then(|v| v.as_i64()).unwrap_or(-1);
-            let schema = doc.get("current-schema-id").and_then(|v| v.as_i64()).unwrap_or(0);
-            (format!("iceberg:snapshot:{snapshot},schema:{schema}"), metadata)
+            let snapshot = doc
+                .get("current-snapshot-id")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(-1);
+            let schema = doc
+                .get("current-schema-id")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0);
+            (
+                format!("iceberg:snapshot:{snapshot},schema:{schema}"),
+                metadata,
+            )
         }
     };
-    Ok(SourceState { name: source.name.clone(), format: source.format, state, read_path })
+    Ok(SourceState {
+        name: source.name.clone(),
+        format: source.format,
+        state,
+        read_path,
+    })
 }
 
 /// Latest committed version: the highest `NNNNN.json` in `_delta_log`.
@@ -128,7 +156,11 @@ pub fn iceberg_metadata_file(path: &Path) -> Result<PathBuf, String> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
             let stem = name.strip_suffix(".metadata.json")?;
-            let digits: String = stem.trim_start_matches('v').chars().take_while(|c| c.is_ascii_digit()).collect();
+            let digits: String = stem
+                .trim_start_matches('v')
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
             Some((digits.parse::<u64>().ok()?, e.path()))
         })
         .max()

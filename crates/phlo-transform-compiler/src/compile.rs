@@ -8,7 +8,9 @@ use phlo_transform_project::{EffectiveConfig, Materialization, ModelFile, Worksp
 use phlo_transform_sql::canonical::canonical_text;
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
-use phlo_transform_sql::{extract_relations, parse_query, rewrite_relations, template, RelationRef, Replacement};
+use phlo_transform_sql::{
+    extract_relations, parse_query, rewrite_relations, template, RelationRef, Replacement,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::CatalogSnapshot;
@@ -65,7 +67,11 @@ pub struct Compilation {
 }
 
 impl Compilation {
-    pub fn compile(mut workspace: Workspace, catalog: CatalogSnapshot, catalog_diagnostics: Vec<Diagnostic>) -> Compilation {
+    pub fn compile(
+        mut workspace: Workspace,
+        catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+    ) -> Compilation {
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let resolver = Resolver::new(&workspace);
@@ -78,7 +84,10 @@ impl Compilation {
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
-            models.push(CompiledModel { has_errors: model.has_errors || had_errors, ..model });
+            models.push(CompiledModel {
+                has_errors: model.has_errors || had_errors,
+                ..model
+            });
         }
         // Directive problems live in the workspace diagnostics: mark those models too.
         for d in diagnostics.iter().filter(|d| d.is_error()) {
@@ -97,7 +106,10 @@ impl Compilation {
         let order = graph.topological_order();
         compute_versions(&mut models, &order, &workspace, &catalog);
         let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
-        for m in models.iter().filter(|m| m.materialization == Materialization::Incremental) {
+        for m in models
+            .iter()
+            .filter(|m| m.materialization == Materialization::Incremental)
+        {
             diagnostics.push(
                 Diagnostic::warning(codes::INCREMENTAL_AS_TABLE, format!("`{}` is rebuilt in full as a table on the local engine", m.name))
                     .in_file(&m.path)
@@ -106,7 +118,15 @@ impl Compilation {
         }
         diagnostics.sort();
         drop(resolver);
-        Compilation { workspace, catalog, models, graph, order, tests, diagnostics }
+        Compilation {
+            workspace,
+            catalog,
+            models,
+            graph,
+            order,
+            tests,
+            diagnostics,
+        }
     }
 
     pub fn model_index(&self, name: &str) -> Option<usize> {
@@ -136,23 +156,42 @@ impl Compilation {
 
     /// The model's query with relations replaced by physical names (`physical` names a model
     /// index or source) and ephemeral models inlined as derived tables, nested chains included.
-    pub fn executable_query(&self, index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    pub fn executable_query(
+        &self,
+        index: usize,
+        physical: &dyn Fn(&Target) -> String,
+    ) -> Option<Query> {
         let m = &self.models[index];
         self.rewrite(m.query.as_deref()?, &m.relations, physical)
     }
 
     /// A test's violation query, rewritten like a model's.
-    pub fn executable_test_query(&self, test: &CompiledTest, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    pub fn executable_test_query(
+        &self,
+        test: &CompiledTest,
+        physical: &dyn Fn(&Target) -> String,
+    ) -> Option<Query> {
         self.rewrite(&test.query, &test.relations, physical)
     }
 
-    fn rewrite(&self, query: &Query, relations: &[ResolvedRelation], physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    fn rewrite(
+        &self,
+        query: &Query,
+        relations: &[ResolvedRelation],
+        physical: &dyn Fn(&Target) -> String,
+    ) -> Option<Query> {
         let mut q = query.clone();
         let mut failed = false;
         rewrite_relations(&mut q, |parts| {
-            let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+            let target = relations
+                .iter()
+                .find(|r| r.relation.parts == parts)?
+                .target
+                .as_ref()?;
             match target {
-                Target::Model(i) if self.models[*i].materialization == Materialization::Ephemeral => {
+                Target::Model(i)
+                    if self.models[*i].materialization == Materialization::Ephemeral =>
+                {
                     match self.executable_query(*i, physical) {
                         Some(inner) => Some(Replacement::Derived(Box::new(inner))),
                         None => {
@@ -248,20 +287,31 @@ fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
         .find(|r| r.target == Some(Target::Model(cycle[0])))
         .and_then(|r| r.relation.span);
     let file = &models[next].path;
-    let mut d = Diagnostic::error(codes::CYCLE, format!("dependency cycle: {}", names.join(" → ")))
-        .in_file(file)
-        .with_help(format!(
-            "break the cycle: `{}` cannot read `{}` while `{}` depends on it",
-            models[next].name, first.name, models[closing].name
-        ))
-        .with_note(format!("cycle path:\n  {}", names.join("\n    → ")));
+    let mut d = Diagnostic::error(
+        codes::CYCLE,
+        format!("dependency cycle: {}", names.join(" → ")),
+    )
+    .in_file(file)
+    .with_help(format!(
+        "break the cycle: `{}` cannot read `{}` while `{}` depends on it",
+        models[next].name, first.name, models[closing].name
+    ))
+    .with_note(format!("cycle path:\n  {}", names.join("\n    → ")));
     if let Some(span) = span {
-        d = d.with_span(span).with_label(format!("`{}` reads `{}` here", models[next].name, first.name));
+        d = d.with_span(span).with_label(format!(
+            "`{}` reads `{}` here",
+            models[next].name, first.name
+        ));
     }
     d
 }
 
-fn compute_versions(models: &mut [CompiledModel], order: &[usize], ws: &Workspace, catalog: &CatalogSnapshot) {
+fn compute_versions(
+    models: &mut [CompiledModel],
+    order: &[usize],
+    ws: &Workspace,
+    catalog: &CatalogSnapshot,
+) {
     for &i in order {
         if models[i].has_errors {
             continue;
@@ -288,16 +338,27 @@ fn compute_versions(models: &mut [CompiledModel], order: &[usize], ws: &Workspac
         if !complete {
             continue;
         }
-        let Some(query) = &models[i].query else { continue };
+        let Some(query) = &models[i].query else {
+            continue;
+        };
         let relations = &models[i].relations;
         let canonical = canonical_text(query, |parts| {
-            let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+            let target = relations
+                .iter()
+                .find(|r| r.relation.parts == parts)?
+                .target
+                .as_ref()?;
             Some(match target {
                 Target::Model(u) => format!("model:{}", models[*u].id),
                 Target::Source(s) => format!("source:{s}"),
             })
         });
-        models[i].version = Some(ModelVersion::compute(&canonical, &ws.models[i].config, upstream, sources));
+        models[i].version = Some(ModelVersion::compute(
+            &canonical,
+            &ws.models[i].config,
+            upstream,
+            sources,
+        ));
     }
 }
 
@@ -316,30 +377,56 @@ fn compile_tests(
         let key = &file.config.key.value;
         let mut kinds: Vec<TestKind> = Vec::new();
         let mut not_null: Vec<&String> = key.iter().collect();
-        not_null.extend(file.config.not_null.value.iter().filter(|c| !key.contains(c)));
-        kinds.extend(not_null.into_iter().map(|c| TestKind::NotNull { column: c.clone() }));
+        not_null.extend(
+            file.config
+                .not_null
+                .value
+                .iter()
+                .filter(|c| !key.contains(c)),
+        );
+        kinds.extend(
+            not_null
+                .into_iter()
+                .map(|c| TestKind::NotNull { column: c.clone() }),
+        );
         if !key.is_empty() {
-            kinds.push(TestKind::Unique { columns: key.clone() });
+            kinds.push(TestKind::Unique {
+                columns: key.clone(),
+            });
         }
         for kind in kinds {
             let sql = generated_sql(&kind, model.name.as_str());
             let name = match &kind {
                 TestKind::NotNull { column } => format!("{}.not_null.{column}", model.name),
-                TestKind::Unique { columns } => format!("{}.unique.{}", model.name, columns.join("_")),
+                TestKind::Unique { columns } => {
+                    format!("{}.unique.{}", model.name, columns.join("_"))
+                }
                 TestKind::Custom { .. } => unreachable!(),
             };
             match parse_query(&sql, &model.path, dialect) {
                 Ok(parsed) => {
                     let relations = extract_relations(&parsed.query)
                         .into_iter()
-                        .map(|relation| ResolvedRelation { relation, target: Some(Target::Model(index)) })
+                        .map(|relation| ResolvedRelation {
+                            relation,
+                            target: Some(Target::Model(index)),
+                        })
                         .collect();
-                    tests.push(CompiledTest { name, kind, targets: vec![index], query: parsed.query, relations });
+                    tests.push(CompiledTest {
+                        name,
+                        kind,
+                        targets: vec![index],
+                        query: parsed.query,
+                        relations,
+                    });
                 }
                 Err(_) => diagnostics.push(
-                    Diagnostic::error(codes::INVALID_DIRECTIVE_ARGUMENT, format!("`{name}`: the column list is not valid SQL"))
-                        .in_file(&model.path)
-                        .with_help("list plain column names, separated by commas"),
+                    Diagnostic::error(
+                        codes::INVALID_DIRECTIVE_ARGUMENT,
+                        format!("`{name}`: the column list is not valid SQL"),
+                    )
+                    .in_file(&model.path)
+                    .with_help("list plain column names, separated by commas"),
                 ),
             }
         }
@@ -361,7 +448,10 @@ fn compile_tests(
                     if let Target::Model(i) = t {
                         targets.insert(i);
                     }
-                    relations.push(ResolvedRelation { relation, target: Some(t) });
+                    relations.push(ResolvedRelation {
+                        relation,
+                        target: Some(t),
+                    });
                 }
                 Err(d) => {
                     diagnostics.push(d);
@@ -372,7 +462,9 @@ fn compile_tests(
         if ok {
             tests.push(CompiledTest {
                 name: file.name.clone(),
-                kind: TestKind::Custom { path: file.path.clone() },
+                kind: TestKind::Custom {
+                    path: file.path.clone(),
+                },
                 targets: targets.into_iter().collect(),
                 query: parsed.query,
                 relations,

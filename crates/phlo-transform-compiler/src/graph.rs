@@ -37,14 +37,22 @@ impl ModelGraph {
     }
 
     fn neighbours(&self, model: usize, dir: Direction) -> Vec<usize> {
-        let mut v: Vec<usize> = self.graph.neighbors_directed(NodeIndex::new(model), dir).map(|n| n.index()).collect();
+        let mut v: Vec<usize> = self
+            .graph
+            .neighbors_directed(NodeIndex::new(model), dir)
+            .map(|n| n.index())
+            .collect();
         v.sort_unstable();
         v
     }
 
     pub fn edges(&self) -> Vec<(usize, usize)> {
-        let mut v: Vec<(usize, usize)> =
-            self.graph.edge_indices().filter_map(|e| self.graph.edge_endpoints(e)).map(|(a, b)| (a.index(), b.index())).collect();
+        let mut v: Vec<(usize, usize)> = self
+            .graph
+            .edge_indices()
+            .filter_map(|e| self.graph.edge_endpoints(e))
+            .map(|(a, b)| (a.index(), b.index()))
+            .collect();
         v.sort_unstable();
         v
     }
@@ -56,7 +64,9 @@ impl ModelGraph {
         for scc in petgraph::algo::tarjan_scc(&self.graph) {
             let members: HashSet<usize> = scc.iter().map(|n| n.index()).collect();
             let start = *members.iter().min().expect("non-empty component");
-            let self_loop = self.graph.contains_edge(NodeIndex::new(start), NodeIndex::new(start));
+            let self_loop = self
+                .graph
+                .contains_edge(NodeIndex::new(start), NodeIndex::new(start));
             if members.len() == 1 && !self_loop {
                 continue;
             }
@@ -104,13 +114,22 @@ impl ModelGraph {
     /// Deterministic topological order of the models not on a cycle (or downstream of one).
     pub fn topological_order(&self) -> Vec<usize> {
         let n = self.graph.node_count();
-        let mut indegree: Vec<usize> =
-            (0..n).map(|i| self.graph.neighbors_directed(NodeIndex::new(i), Direction::Incoming).count()).collect();
-        let mut ready: BinaryHeap<Reverse<usize>> = (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+        let mut indegree: Vec<usize> = (0..n)
+            .map(|i| {
+                self.graph
+                    .neighbors_directed(NodeIndex::new(i), Direction::Incoming)
+                    .count()
+            })
+            .collect();
+        let mut ready: BinaryHeap<Reverse<usize>> =
+            (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
         let mut order = Vec::with_capacity(n);
         while let Some(Reverse(i)) = ready.pop() {
             order.push(i);
-            for next in self.graph.neighbors_directed(NodeIndex::new(i), Direction::Outgoing) {
+            for next in self
+                .graph
+                .neighbors_directed(NodeIndex::new(i), Direction::Outgoing)
+            {
                 let j = next.index();
                 indegree[j] -= 1;
                 if indegree[j] == 0 {

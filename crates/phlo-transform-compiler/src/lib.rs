@@ -11,6 +11,6 @@ pub mod tests;
 pub mod version;
 
 pub use catalog::{CatalogSnapshot, SourceState};
-pub use compile::{CompiledModel, Compilation, Dependency};
+pub use compile::{Compilation, CompiledModel, Dependency};
 pub use tests::{CompiledTest, TestKind};
 pub use version::ModelVersion;

@@ -40,10 +40,19 @@ impl<'w> Resolver<'w> {
             by_name.insert(m.name.as_str(), i);
             by_last.entry(m.name.last()).or_default().push(i);
         }
-        Resolver { ws, by_name, by_last }
+        Resolver {
+            ws,
+            by_name,
+            by_last,
+        }
     }
 
-    pub fn resolve(&self, rel: &RelationRef, ctx: Context, file: &str) -> Result<Target, Diagnostic> {
+    pub fn resolve(
+        &self,
+        rel: &RelationRef,
+        ctx: Context,
+        file: &str,
+    ) -> Result<Target, Diagnostic> {
         let wanted = rel.dotted();
         let me = match ctx {
             Context::Model(i) => Some(i),
@@ -62,20 +71,32 @@ impl<'w> Resolver<'w> {
                 return Ok(Target::Model(i));
             }
             // 3. current transform root
-            let in_root: Vec<usize> =
-                self.suffix_matches(&wanted).into_iter().filter(|&i| not_me(&i) && self.ws.models[i].root == model.root).collect();
+            let in_root: Vec<usize> = self
+                .suffix_matches(&wanted)
+                .into_iter()
+                .filter(|&i| not_me(&i) && self.ws.models[i].root == model.root)
+                .collect();
             if let Some(t) = self.unique(&in_root, &wanted, rel, file)? {
                 return Ok(t);
             }
         }
         // 4. globally unique model
-        let global: Vec<usize> = self.suffix_matches(&wanted).into_iter().filter(not_me).collect();
+        let global: Vec<usize> = self
+            .suffix_matches(&wanted)
+            .into_iter()
+            .filter(not_me)
+            .collect();
         if let Some(t) = self.unique(&global, &wanted, rel, file)? {
             return Ok(t);
         }
         // 5. declared source, 6. catalogue relation
         for origin in [SourceOrigin::Declared, SourceOrigin::Convention] {
-            if let Some(s) = self.ws.sources.iter().find(|s| s.origin == origin && s.name == wanted) {
+            if let Some(s) = self
+                .ws
+                .sources
+                .iter()
+                .find(|s| s.origin == origin && s.name == wanted)
+            {
                 return Ok(Target::Source(s.name.clone()));
             }
         }
@@ -100,19 +121,40 @@ impl<'w> Resolver<'w> {
         let last = wanted.rsplit('.').next().unwrap_or(wanted);
         self.by_last
             .get(last)
-            .map(|v| v.iter().copied().filter(|&i| self.ws.models[i].name.ends_with_segments(wanted)).collect())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&i| self.ws.models[i].name.ends_with_segments(wanted))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    fn unique(&self, candidates: &[usize], wanted: &str, rel: &RelationRef, file: &str) -> Result<Option<Target>, Diagnostic> {
+    fn unique(
+        &self,
+        candidates: &[usize],
+        wanted: &str,
+        rel: &RelationRef,
+        file: &str,
+    ) -> Result<Option<Target>, Diagnostic> {
         match candidates {
             [] => Ok(None),
             [one] => Ok(Some(Target::Model(*one))),
             many => {
-                let mut names: Vec<&str> = many.iter().map(|&i| self.ws.models[i].name.as_str()).collect();
+                let mut names: Vec<&str> = many
+                    .iter()
+                    .map(|&i| self.ws.models[i].name.as_str())
+                    .collect();
                 names.sort();
                 let mut d = self
-                    .located(Diagnostic::error(codes::AMBIGUOUS_RELATION, format!("ambiguous relation `{wanted}`")), rel, file)
+                    .located(
+                        Diagnostic::error(
+                            codes::AMBIGUOUS_RELATION,
+                            format!("ambiguous relation `{wanted}`"),
+                        ),
+                        rel,
+                        file,
+                    )
                     .with_label(format!("{} models match this name", names.len()))
                     .with_help("use a qualified model name");
                 d = d.with_note(format!("candidates:\n  {}", names.join("\n  ")));

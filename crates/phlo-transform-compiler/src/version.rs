@@ -31,19 +31,30 @@ impl ModelVersion {
         upstream: BTreeMap<String, String>,
         sources: BTreeMap<String, String>,
     ) -> ModelVersion {
-        let sql_hash = Fingerprint::new("sql").field("canonical", canonical_sql).finish();
+        let sql_hash = Fingerprint::new("sql")
+            .field("canonical", canonical_sql)
+            .finish();
         let config_hash = config_hash(config);
         let mut f = Fingerprint::new(VERSION_FORMAT);
-        f.field("canonical_format", phlo_transform_sql::canonical::CANONICAL_FORMAT_VERSION)
-            .field("sql", &sql_hash)
-            .field("config", &config_hash);
+        f.field(
+            "canonical_format",
+            phlo_transform_sql::canonical::CANONICAL_FORMAT_VERSION,
+        )
+        .field("sql", &sql_hash)
+        .field("config", &config_hash);
         for (id, v) in &upstream {
             f.field("upstream", id).field("version", v);
         }
         for (name, state) in &sources {
             f.field("source", name).field("state", state);
         }
-        ModelVersion { version: f.finish(), sql_hash, config_hash, upstream, sources }
+        ModelVersion {
+            version: f.finish(),
+            sql_hash,
+            config_hash,
+            upstream,
+            sources,
+        }
     }
 
     /// The first 12 hex digits, for people.

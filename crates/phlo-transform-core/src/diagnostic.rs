@@ -288,9 +288,8 @@ impl Diagnostics {
     /// Stable order: by file, line, column, code.
     pub fn sort(&mut self) {
         self.0.sort_by(|a, b| {
-            (&a.file, a.line, a.column, a.code, &a.message).cmp(&(
-                &b.file, b.line, b.column, b.code, &b.message,
-            ))
+            (&a.file, a.line, a.column, a.code, &a.message)
+                .cmp(&(&b.file, b.line, b.column, b.code, &b.message))
         });
     }
 }
@@ -310,14 +309,20 @@ mod tests {
     #[test]
     fn renders_like_rustc_with_snippet_and_help() {
         let src = "select *\nfrom assay.reslts\n";
-        let d = Diagnostic::error(codes::UNRESOLVED_RELATION, "unresolved relation `assay.reslts`")
-            .in_file("workflows/reporting/transforms/monthly.sql")
-            .with_span(Span {
-                start: Location { line: 2, column: 6 },
-                end: Location { line: 2, column: 18 },
-            })
-            .with_label("no model or source has this name")
-            .with_suggestions(vec!["assay.results".into()]);
+        let d = Diagnostic::error(
+            codes::UNRESOLVED_RELATION,
+            "unresolved relation `assay.reslts`",
+        )
+        .in_file("workflows/reporting/transforms/monthly.sql")
+        .with_span(Span {
+            start: Location { line: 2, column: 6 },
+            end: Location {
+                line: 2,
+                column: 18,
+            },
+        })
+        .with_label("no model or source has this name")
+        .with_suggestions(vec!["assay.results".into()]);
         insta::assert_snapshot!(d.render(Some(src)));
     }
 

@@ -42,8 +42,14 @@ mod tests {
 
     #[test]
     fn length_prefix_separates_fields() {
-        let a = Fingerprint::new("t").field("x", "ab").field("y", "c").finish();
-        let b = Fingerprint::new("t").field("x", "a").field("y", "bc").finish();
+        let a = Fingerprint::new("t")
+            .field("x", "ab")
+            .field("y", "c")
+            .finish();
+        let b = Fingerprint::new("t")
+            .field("x", "a")
+            .field("y", "bc")
+            .finish();
         assert_ne!(a, b);
         assert_eq!(a.len(), 64);
     }

@@ -84,14 +84,19 @@ where
         .into_iter()
         .map(|c| {
             let last = c.rsplit('.').next().unwrap_or(c);
-            let score = strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last));
+            let score =
+                strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last));
             (score, c)
         })
         .filter(|(score, _)| *score >= 0.8)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, c)| c.to_string()).collect()
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_string())
+        .collect()
 }
 
 #[cfg(test)]

@@ -84,7 +84,9 @@ pub async fn execute(
     let run_id = uuid::Uuid::now_v7().simple().to_string();
     let generation = chrono::Utc::now().timestamp_micros();
     let started_at = now();
-    state.store_plan(&plan.plan_id, &serde_json_value(plan)).await?;
+    state
+        .store_plan(&plan.plan_id, &serde_json_value(plan))
+        .await?;
     state
         .begin_run(&RunRecord {
             run_id: run_id.clone(),
@@ -97,7 +99,10 @@ pub async fn execute(
             finished_at: None,
         })
         .await?;
-    let ctx = Ctx { run_id: run_id.clone(), state: state.as_ref() };
+    let ctx = Ctx {
+        run_id: run_id.clone(),
+        state: state.as_ref(),
+    };
 
     let mut states: HashMap<&str, State> = HashMap::new();
     let mut results: HashMap<&str, ModelResult> = HashMap::new();
@@ -110,7 +115,12 @@ pub async fn execute(
         states.insert(&m.name, initial);
         let mut r = ModelResult::new(&m.name, m.version.clone());
         if initial != State::Pending {
-            r.status = if initial == State::Skipped { "skipped" } else { "blocked" }.into();
+            r.status = if initial == State::Skipped {
+                "skipped"
+            } else {
+                "blocked"
+            }
+            .into();
             ctx.record("model", &m.name, &r).await?;
         }
         results.insert(&m.name, r);
@@ -131,8 +141,15 @@ pub async fn execute(
                 if states[m.name.as_str()] != State::Pending {
                     continue;
                 }
-                let deps: Vec<State> = m.depends_on.iter().filter_map(|d| states.get(d.as_str()).copied()).collect();
-                if deps.iter().any(|s| matches!(s, State::Failed | State::Blocked)) {
+                let deps: Vec<State> = m
+                    .depends_on
+                    .iter()
+                    .filter_map(|d| states.get(d.as_str()).copied())
+                    .collect();
+                if deps
+                    .iter()
+                    .any(|s| matches!(s, State::Failed | State::Blocked))
+                {
                     states.insert(&m.name, State::Blocked);
                     let r = results.get_mut(m.name.as_str()).expect("result");
                     r.status = "blocked".into();
@@ -182,8 +199,11 @@ pub async fn execute(
                         }
                         Err(e) => {
                             result.status = "failed".into();
-                            result.error =
-                                Some(ErrorInfo { code: e.code.0.into(), category: if e.retryable { "adapter" } else { "sql" }.into(), message: e.message });
+                            result.error = Some(ErrorInfo {
+                                code: e.code.0.into(),
+                                category: if e.retryable { "adapter" } else { "sql" }.into(),
+                                message: e.message,
+                            });
                         }
                     }
                     (pi, result)
@@ -191,16 +211,27 @@ pub async fn execute(
                 progressed = true;
             }
         }
-        let Some(joined) = running.join_next().await else { break };
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
         let (pi, result) = match joined {
             Ok(done) => done,
             Err(e) => {
                 // A panicking task is a bug; find which model it was by elimination.
-                let name = plan.models.iter().find(|m| states[m.name.as_str()] == State::Running).map(|m| m.name.clone()).unwrap_or_default();
+                let name = plan
+                    .models
+                    .iter()
+                    .find(|m| states[m.name.as_str()] == State::Running)
+                    .map(|m| m.name.clone())
+                    .unwrap_or_default();
                 let pi = plan.models.iter().position(|m| m.name == name).unwrap_or(0);
                 let mut r = results[name.as_str()].clone();
                 r.status = "failed".into();
-                r.error = Some(ErrorInfo { code: codes::TASK_PANICKED.0.into(), category: "internal".into(), message: e.to_string() });
+                r.error = Some(ErrorInfo {
+                    code: codes::TASK_PANICKED.0.into(),
+                    category: "internal".into(),
+                    message: e.to_string(),
+                });
                 (pi, r)
             }
         };
@@ -209,18 +240,34 @@ pub async fn execute(
         states.insert(&m.name, if passed { State::Passed } else { State::Failed });
         ctx.record("model", &m.name, &result).await?;
         if passed {
-            record_materialization(c, m, &run_id, generation, state.as_ref(), &plan.environment).await?;
+            record_materialization(c, m, &run_id, generation, state.as_ref(), &plan.environment)
+                .await?;
         }
         results.insert(&m.name, result);
     }
 
     let tests = run_tests(c, plan, adapter.as_ref(), &states, &ctx, &physical).await?;
-    let models: Vec<ModelResult> = plan.models.iter().map(|m| results.remove(m.name.as_str()).expect("result")).collect();
-    let failed = models.iter().any(|m| m.status == "failed" || m.status == "blocked") || tests.iter().any(|t| t.status != "passed");
+    let models: Vec<ModelResult> = plan
+        .models
+        .iter()
+        .map(|m| results.remove(m.name.as_str()).expect("result"))
+        .collect();
+    let failed = models
+        .iter()
+        .any(|m| m.status == "failed" || m.status == "blocked")
+        || tests.iter().any(|t| t.status != "passed");
     let status = if failed { "failed" } else { "passed" };
     let finished_at = now();
     state.finish_run(&run_id, status, &finished_at).await?;
-    Ok(RunReport::new(run_id, plan, status, started_at, finished_at, models, tests))
+    Ok(RunReport::new(
+        run_id,
+        plan,
+        status,
+        started_at,
+        finished_at,
+        models,
+        tests,
+    ))
 }
 
 fn serde_json_value(plan: &Plan) -> serde_json::Value {
@@ -236,7 +283,9 @@ async fn record_materialization(
     environment: &str,
 ) -> Result<(), StateError> {
     let index = c.model_index(&m.name).expect("planned models exist");
-    let Some(v) = &c.models[index].version else { return Ok(()) };
+    let Some(v) = &c.models[index].version else {
+        return Ok(());
+    };
     state
         .record_materialization(&MaterializedVersion {
             environment: environment.to_string(),
@@ -264,21 +313,43 @@ async fn run_tests(
     ctx: &Ctx<'_>,
     physical: &dyn Fn(&Target) -> String,
 ) -> Result<Vec<TestResult>, StateError> {
-    let by_name: HashMap<&str, &phlo_transform_compiler::CompiledTest> = c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
+    let by_name: HashMap<&str, &phlo_transform_compiler::CompiledTest> =
+        c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
     let mut out = Vec::new();
-    let usable: HashSet<&str> = states.iter().filter(|(_, s)| s.satisfies_dependents()).map(|(n, _)| *n).collect();
+    let usable: HashSet<&str> = states
+        .iter()
+        .filter(|(_, s)| s.satisfies_dependents())
+        .map(|(n, _)| *n)
+        .collect();
     for planned in &plan.tests {
         let test = by_name[planned.name.as_str()];
-        let mut r = TestResult { name: planned.name.clone(), status: "passed".into(), violations: None, duration_ms: None, error: None };
-        let blocked = planned.targets.iter().any(|t| states.contains_key(t.as_str()) && !usable.contains(t.as_str()));
+        let mut r = TestResult {
+            name: planned.name.clone(),
+            status: "passed".into(),
+            violations: None,
+            duration_ms: None,
+            error: None,
+        };
+        let blocked = planned
+            .targets
+            .iter()
+            .any(|t| states.contains_key(t.as_str()) && !usable.contains(t.as_str()));
         if blocked {
             r.status = "blocked".into();
-            r.error = Some(ErrorInfo { code: codes::UPSTREAM_FAILED.0.into(), category: "dependency".into(), message: "a tested model did not materialise".into() });
+            r.error = Some(ErrorInfo {
+                code: codes::UPSTREAM_FAILED.0.into(),
+                category: "dependency".into(),
+                message: "a tested model did not materialise".into(),
+            });
         } else {
             let t0 = Instant::now();
             let outcome = match c.executable_test_query(test, physical) {
                 Some(q) => adapter.count_rows(&q).await,
-                None => Err(phlo_transform_adapter::AdapterError { code: codes::TEST_ERROR, message: "test query could not be built".into(), retryable: false }),
+                None => Err(phlo_transform_adapter::AdapterError {
+                    code: codes::TEST_ERROR,
+                    message: "test query could not be built".into(),
+                    retryable: false,
+                }),
             };
             r.duration_ms = Some(t0.elapsed().as_millis() as u64);
             match outcome {
@@ -286,11 +357,19 @@ async fn run_tests(
                 Ok(n) => {
                     r.status = "failed".into();
                     r.violations = Some(n);
-                    r.error = Some(ErrorInfo { code: codes::TEST_FAILED.0.into(), category: "test".into(), message: format!("{n} violating row(s)") });
+                    r.error = Some(ErrorInfo {
+                        code: codes::TEST_FAILED.0.into(),
+                        category: "test".into(),
+                        message: format!("{n} violating row(s)"),
+                    });
                 }
                 Err(e) => {
                     r.status = "error".into();
-                    r.error = Some(ErrorInfo { code: codes::TEST_ERROR.0.into(), category: "test".into(), message: e.message });
+                    r.error = Some(ErrorInfo {
+                        code: codes::TEST_ERROR.0.into(),
+                        category: "test".into(),
+                        message: e.message,
+                    });
                 }
             }
         }

@@ -112,15 +112,29 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
             version: m.version.as_ref().map(|v| v.version.clone()),
             previous_version: recorded.map(|r| r.version.clone()),
             reasons,
-            depends_on: materialised_upstream(c, i).into_iter().map(|u| c.models[u].name.to_string()).collect(),
+            depends_on: materialised_upstream(c, i)
+                .into_iter()
+                .map(|u| c.models[u].name.to_string())
+                .collect(),
         });
     }
     let planned: HashSet<usize> = decided.keys().copied().collect();
     let tests = c
         .tests
         .iter()
-        .filter(|t| t.targets.iter().all(|i| planned.contains(i) || c.models[*i].materialization == Materialization::Ephemeral))
-        .map(|t| PlannedTest { name: t.name.clone(), targets: t.targets.iter().map(|&i| c.models[i].name.to_string()).collect() })
+        .filter(|t| {
+            t.targets.iter().all(|i| {
+                planned.contains(i) || c.models[*i].materialization == Materialization::Ephemeral
+            })
+        })
+        .map(|t| PlannedTest {
+            name: t.name.clone(),
+            targets: t
+                .targets
+                .iter()
+                .map(|&i| c.models[i].name.to_string())
+                .collect(),
+        })
         .collect();
     let mut summary = PlanSummary::default();
     for m in &models {
@@ -132,7 +146,8 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
         }
     }
     let mut f = Fingerprint::new("phlo-transform/plan/1");
-    f.field("environment", inputs.environment).field("adapter", inputs.adapter);
+    f.field("environment", inputs.environment)
+        .field("adapter", inputs.adapter);
     for m in &models {
         f.field("model", &m.name)
             .field("decision", m.decision.label())
@@ -179,12 +194,23 @@ fn decide(
 ) -> (Decision, Vec<Reason>) {
     let m = &c.models[i];
     let Some(desired) = &m.version else {
-        return (Decision::Blocked, vec![Reason::new(ReasonKind::UnknownState, "the model or an upstream model has compile errors", None)]);
+        return (
+            Decision::Blocked,
+            vec![Reason::new(
+                ReasonKind::UnknownState,
+                "the model or an upstream model has compile errors",
+                None,
+            )],
+        );
     };
     let Some(rec) = recorded else {
         return (
             Decision::Build,
-            vec![Reason::new(ReasonKind::MissingRelation, format!("never materialised in environment `{}`", inputs.environment), None)],
+            vec![Reason::new(
+                ReasonKind::MissingRelation,
+                format!("never materialised in environment `{}`", inputs.environment),
+                None,
+            )],
         );
     };
     if !inputs.existing_relations.contains(&m.id) {
@@ -192,21 +218,38 @@ fn decide(
             Decision::Build,
             vec![Reason::new(
                 ReasonKind::MissingRelation,
-                format!("recorded as materialised, but relation `{}` is missing", (inputs.relation_of)(i)),
+                format!(
+                    "recorded as materialised, but relation `{}` is missing",
+                    (inputs.relation_of)(i)
+                ),
                 None,
             )],
         );
     }
     if rec.version == desired.version {
-        return (Decision::Skip, vec![Reason::new(ReasonKind::Unchanged, "SQL, config and inputs unchanged", None)]);
+        return (
+            Decision::Skip,
+            vec![Reason::new(
+                ReasonKind::Unchanged,
+                "SQL, config and inputs unchanged",
+                None,
+            )],
+        );
     }
     let mut reasons = Vec::new();
     if rec.sql_hash != desired.sql_hash {
-        reasons.push(Reason::new(ReasonKind::SqlSemanticChange, "SQL semantics changed", None));
+        reasons.push(Reason::new(
+            ReasonKind::SqlSemanticChange,
+            "SQL semantics changed",
+            None,
+        ));
     }
     if rec.config_hash != desired.config_hash {
         let detail = if rec.materialization != m.materialization.as_str() {
-            format!("configuration changed: materialized {} → {}", rec.materialization, m.materialization)
+            format!(
+                "configuration changed: materialized {} → {}",
+                rec.materialization, m.materialization
+            )
         } else {
             "data-affecting configuration changed".to_string()
         };
@@ -215,16 +258,31 @@ fn decide(
     let old: BTreeSet<&String> = rec.upstream.keys().collect();
     let new: BTreeSet<&String> = desired.upstream.keys().collect();
     for added in new.difference(&old) {
-        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("new dependency: {added}"), Some(added.to_string())));
+        reasons.push(Reason::new(
+            ReasonKind::DependencyChange,
+            format!("new dependency: {added}"),
+            Some(added.to_string()),
+        ));
     }
     for removed in old.difference(&new) {
-        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("dependency removed: {removed}"), Some(removed.to_string())));
+        reasons.push(Reason::new(
+            ReasonKind::DependencyChange,
+            format!("dependency removed: {removed}"),
+            Some(removed.to_string()),
+        ));
     }
     for &u in &m.upstream {
         let up = &c.models[u];
-        let (Some(was), Some(now)) = (rec.upstream.get(&up.id), desired.upstream.get(&up.id)) else { continue };
+        let (Some(was), Some(now)) = (rec.upstream.get(&up.id), desired.upstream.get(&up.id))
+        else {
+            continue;
+        };
         if was != now {
-            reasons.push(Reason::new(ReasonKind::DependencyChange, format!("upstream version changed: {}", up.name), Some(up.name.to_string())));
+            reasons.push(Reason::new(
+                ReasonKind::DependencyChange,
+                format!("upstream version changed: {}", up.name),
+                Some(up.name.to_string()),
+            ));
             if decided.get(&u) == Some(&Decision::Build) {
                 reasons.push(Reason::new(
                     ReasonKind::UpstreamRebuild,
@@ -238,18 +296,38 @@ fn decide(
         match rec.sources.get(source) {
             Some(was) if was != now => reasons.push(Reason::new(
                 ReasonKind::SourceChange,
-                format!("source {source} changed ({} → {})", short_state(was), short_state(now)),
+                format!(
+                    "source {source} changed ({} → {})",
+                    short_state(was),
+                    short_state(now)
+                ),
                 Some(source.clone()),
             )),
-            None => reasons.push(Reason::new(ReasonKind::DependencyChange, format!("new source: {source}"), Some(source.clone()))),
+            None => reasons.push(Reason::new(
+                ReasonKind::DependencyChange,
+                format!("new source: {source}"),
+                Some(source.clone()),
+            )),
             _ => {}
         }
     }
-    for source in rec.sources.keys().filter(|s| !desired.sources.contains_key(*s)) {
-        reasons.push(Reason::new(ReasonKind::DependencyChange, format!("source no longer read: {source}"), Some(source.clone())));
+    for source in rec
+        .sources
+        .keys()
+        .filter(|s| !desired.sources.contains_key(*s))
+    {
+        reasons.push(Reason::new(
+            ReasonKind::DependencyChange,
+            format!("source no longer read: {source}"),
+            Some(source.clone()),
+        ));
     }
     if reasons.is_empty() {
-        reasons.push(Reason::new(ReasonKind::CompilerSemanticsChange, "the version format of the compiler changed", None));
+        reasons.push(Reason::new(
+            ReasonKind::CompilerSemanticsChange,
+            "the version format of the compiler changed",
+            None,
+        ));
     }
     (Decision::Build, reasons)
 }

@@ -26,6 +26,10 @@ pub struct Reason {
 
 impl Reason {
     pub fn new(kind: ReasonKind, detail: impl Into<String>, subject: Option<String>) -> Self {
-        Reason { kind, detail: detail.into(), subject }
+        Reason {
+            kind,
+            detail: detail.into(),
+            subject,
+        }
     }
 }

@@ -121,14 +121,18 @@ impl Directives {
                 Some((w, a)) => (w, a.trim()),
                 None => (body, ""),
             };
-            let err = |code, msg: String| Diagnostic::error(code, msg).in_file(file).at(line, column);
+            let err =
+                |code, msg: String| Diagnostic::error(code, msg).in_file(file).at(line, column);
             let mut set_materialized = |m: Materialization, diags: &mut Vec<Diagnostic>| {
                 if let Some(prev) = &out.materialized {
                     if prev.value != m {
                         diags.push(
                             err(
                                 codes::CONFLICTING_DIRECTIVES,
-                                format!("conflicting materializations: `{}` (line {}) and `{m}`", prev.value, prev.line),
+                                format!(
+                                    "conflicting materializations: `{}` (line {}) and `{m}`",
+                                    prev.value, prev.line
+                                ),
                             )
                             .with_help("keep one of @table, @view, @ephemeral, @incremental"),
                         );
@@ -140,16 +144,22 @@ impl Directives {
             let no_args = |diags: &mut Vec<Diagnostic>| {
                 if !args.is_empty() {
                     diags.push(
-                        err(codes::INVALID_DIRECTIVE_ARGUMENT, format!("`@{word}` takes no argument, found `{args}`"))
-                            .with_help(format!("write `-- @{word}` on its own")),
+                        err(
+                            codes::INVALID_DIRECTIVE_ARGUMENT,
+                            format!("`@{word}` takes no argument, found `{args}`"),
+                        )
+                        .with_help(format!("write `-- @{word}` on its own")),
                     );
                 }
             };
             let needs_args = |diags: &mut Vec<Diagnostic>, example: &str| -> bool {
                 if args.is_empty() {
                     diags.push(
-                        err(codes::INVALID_DIRECTIVE_ARGUMENT, format!("`@{word}` needs an argument"))
-                            .with_help(format!("for example `-- @{word} {example}`")),
+                        err(
+                            codes::INVALID_DIRECTIVE_ARGUMENT,
+                            format!("`@{word}` needs an argument"),
+                        )
+                        .with_help(format!("for example `-- @{word} {example}`")),
                     );
                     false
                 } else {
@@ -166,8 +176,11 @@ impl Directives {
                         match Materialization::parse(args) {
                             Some(m) => set_materialized(m, &mut diags),
                             None => diags.push(
-                                err(codes::INVALID_DIRECTIVE_ARGUMENT, format!("unknown materialization `{args}`"))
-                                    .with_help("use one of: view, table, ephemeral, incremental"),
+                                err(
+                                    codes::INVALID_DIRECTIVE_ARGUMENT,
+                                    format!("unknown materialization `{args}`"),
+                                )
+                                .with_help("use one of: view, table, ephemeral, incremental"),
                             ),
                         }
                     }
@@ -192,23 +205,45 @@ impl Directives {
                 }
                 "owner" | "id" => {
                     if needs_args(&mut diags, "analytical-development") {
-                        let slot = if word == "owner" { &mut out.owner } else { &mut out.id };
+                        let slot = if word == "owner" {
+                            &mut out.owner
+                        } else {
+                            &mut out.id
+                        };
                         if let Some(prev) = slot {
                             diags.push(
-                                err(codes::CONFLICTING_DIRECTIVES, format!("`@{word}` given twice (first on line {})", prev.line))
-                                    .with_help(format!("keep one `@{word}` line")),
+                                err(
+                                    codes::CONFLICTING_DIRECTIVES,
+                                    format!("`@{word}` given twice (first on line {})", prev.line),
+                                )
+                                .with_help(format!("keep one `@{word}` line")),
                             );
                         } else {
-                            *slot = Some(AtLine { value: args.to_string(), line });
+                            *slot = Some(AtLine {
+                                value: args.to_string(),
+                                line,
+                            });
                         }
                     }
                 }
                 other => {
                     let suggestions = did_you_mean(other, KNOWN.iter().copied());
                     diags.push(
-                        err(codes::UNKNOWN_DIRECTIVE, format!("unknown directive `@{other}`"))
-                            .with_suggestions(suggestions.into_iter().map(|s| format!("@{s}")).collect())
-                            .with_help(format!("known directives: {}", KNOWN.iter().map(|k| format!("@{k}")).collect::<Vec<_>>().join(" "))),
+                        err(
+                            codes::UNKNOWN_DIRECTIVE,
+                            format!("unknown directive `@{other}`"),
+                        )
+                        .with_suggestions(
+                            suggestions.into_iter().map(|s| format!("@{s}")).collect(),
+                        )
+                        .with_help(format!(
+                            "known directives: {}",
+                            KNOWN
+                                .iter()
+                                .map(|k| format!("@{k}"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        )),
                     );
                 }
             }
@@ -239,7 +274,9 @@ fn parse_incremental(args: &str, key: Option<&Vec<String>>) -> Result<Incrementa
     let args = args.trim();
     if args.is_empty() {
         return match key {
-            Some(columns) => Ok(IncrementalStrategy::Key { columns: columns.clone() }),
+            Some(columns) => Ok(IncrementalStrategy::Key {
+                columns: columns.clone(),
+            }),
             None => Err("`@incremental` needs a strategy (or an `@key` to merge on)".into()),
         };
     }
@@ -257,7 +294,9 @@ fn parse_incremental(args: &str, key: Option<&Vec<String>>) -> Result<Incrementa
             match name.trim() {
                 "key" => Ok(IncrementalStrategy::Key { columns }),
                 "partition" => Ok(IncrementalStrategy::Partition { columns }),
-                "window" if columns.len() == 1 => Ok(IncrementalStrategy::Window { column: columns[0].clone() }),
+                "window" if columns.len() == 1 => Ok(IncrementalStrategy::Window {
+                    column: columns[0].clone(),
+                }),
                 "window" => Err("`window=` takes exactly one timestamp column".into()),
                 other => Err(format!("unknown incremental strategy `{other}`")),
             }
@@ -285,9 +324,19 @@ mod tests {
     fn incremental_strategies() {
         let (d, diags) = Directives::parse("-- @incremental key=id\nselect 1", "m.sql");
         assert!(diags.is_empty());
-        assert_eq!(d.incremental.unwrap().value, IncrementalStrategy::Key { columns: vec!["id".into()] });
+        assert_eq!(
+            d.incremental.unwrap().value,
+            IncrementalStrategy::Key {
+                columns: vec!["id".into()]
+            }
+        );
         let (d, _) = Directives::parse("-- @key id\n-- @incremental\nselect 1", "m.sql");
-        assert_eq!(d.incremental.unwrap().value, IncrementalStrategy::Key { columns: vec!["id".into()] });
+        assert_eq!(
+            d.incremental.unwrap().value,
+            IncrementalStrategy::Key {
+                columns: vec!["id".into()]
+            }
+        );
         let (_, diags) = Directives::parse("-- @incremental sideways\nselect 1", "m.sql");
         assert_eq!(diags[0].code, codes::INVALID_DIRECTIVE_ARGUMENT);
     }

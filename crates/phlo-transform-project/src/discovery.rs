@@ -91,7 +91,8 @@ impl Workspace {
         }
         let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let mut diagnostics = Diagnostics::default();
-        let config = read_toml::<WorkspaceConfig>(&root, "phlo.toml", &mut diagnostics).unwrap_or_default();
+        let config =
+            read_toml::<WorkspaceConfig>(&root, "phlo.toml", &mut diagnostics).unwrap_or_default();
 
         let excludes = build_globset(
             DEFAULT_EXCLUDES
@@ -112,7 +113,11 @@ impl Workspace {
 
         let (mut sources, source_diags) = sources::declared(&root, &config.source);
         diagnostics.extend(source_diags);
-        let dir = config.transform.sources_dir.as_deref().unwrap_or(DEFAULT_SOURCES_DIR);
+        let dir = config
+            .transform
+            .sources_dir
+            .as_deref()
+            .unwrap_or(DEFAULT_SOURCES_DIR);
         for found in sources::by_convention(&root, dir) {
             if !sources.iter().any(|s| s.name == found.name) {
                 sources.push(found);
@@ -120,7 +125,15 @@ impl Workspace {
         }
         sources.sort_by(|a, b| a.name.cmp(&b.name));
         let tests = load_tests(&root, &mut diagnostics);
-        Ok(Workspace { root, config, roots, models, sources, tests, diagnostics })
+        Ok(Workspace {
+            root,
+            config,
+            roots,
+            models,
+            sources,
+            tests,
+            diagnostics,
+        })
     }
 
     pub fn model(&self, name: &str) -> Option<&ModelFile> {
@@ -181,9 +194,12 @@ fn build_globset(patterns: impl Iterator<Item = String>, diagnostics: &mut Diagn
                 b.add(g);
             }
             Err(e) => diagnostics.push(
-                Diagnostic::error(codes::INVALID_GLOB, format!("invalid exclude pattern `{p}`: {e}"))
-                    .in_file("phlo.toml")
-                    .with_help("use a glob such as \"**/scratch/**\""),
+                Diagnostic::error(
+                    codes::INVALID_GLOB,
+                    format!("invalid exclude pattern `{p}`: {e}"),
+                )
+                .in_file("phlo.toml")
+                .with_help("use a glob such as \"**/scratch/**\""),
             ),
         }
     }
@@ -203,23 +219,33 @@ fn skip_dir(name: &str) -> bool {
 
 /// Directories matching the root patterns; the top-level `transforms/` splits into one root per
 /// sub-folder unless its own `transform.toml` names a namespace.
-fn find_roots(root: &Path, patterns: &[String], diagnostics: &mut Diagnostics) -> Vec<TransformRoot> {
+fn find_roots(
+    root: &Path,
+    patterns: &[String],
+    diagnostics: &mut Diagnostics,
+) -> Vec<TransformRoot> {
     let mut matchers = Vec::new();
     for p in patterns {
         let Some(dir) = p.strip_suffix("/**") else {
             diagnostics.push(
-                Diagnostic::error(codes::INVALID_GLOB, format!("transform root pattern `{p}` must end in `/**`"))
-                    .in_file("phlo.toml")
-                    .with_help("name a folder tree, for example \"domains/*/transforms/**\""),
+                Diagnostic::error(
+                    codes::INVALID_GLOB,
+                    format!("transform root pattern `{p}` must end in `/**`"),
+                )
+                .in_file("phlo.toml")
+                .with_help("name a folder tree, for example \"domains/*/transforms/**\""),
             );
             continue;
         };
         match GlobBuilder::new(dir).literal_separator(true).build() {
             Ok(g) => matchers.push(g.compile_matcher()),
             Err(e) => diagnostics.push(
-                Diagnostic::error(codes::INVALID_GLOB, format!("invalid transform root pattern `{p}`: {e}"))
-                    .in_file("phlo.toml")
-                    .with_help("use a glob such as \"domains/*/transforms/**\""),
+                Diagnostic::error(
+                    codes::INVALID_GLOB,
+                    format!("invalid transform root pattern `{p}`: {e}"),
+                )
+                .in_file("phlo.toml")
+                .with_help("use a glob such as \"domains/*/transforms/**\""),
             ),
         }
     }
@@ -245,7 +271,11 @@ fn find_roots(root: &Path, patterns: &[String], diagnostics: &mut Diagnostics) -
         let explicit_ns = config.as_ref().and_then(|c| c.namespace.clone());
         if dir == "transforms" && explicit_ns.is_none() {
             // Convention: transforms/<namespace>/...
-            for sub in std::fs::read_dir(root.join(&dir)).into_iter().flatten().flatten() {
+            for sub in std::fs::read_dir(root.join(&dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let name = sub.file_name().to_string_lossy().to_string();
                 if sub.path().is_dir() && !skip_dir(&name) {
                     let path = format!("{dir}/{name}");
@@ -253,12 +283,31 @@ fn find_roots(root: &Path, patterns: &[String], diagnostics: &mut Diagnostics) -
                     let sub_cfg: Option<RootConfig> = read_toml(root, &sub_cfg_rel, diagnostics);
                     let sub_file = root.join(&sub_cfg_rel).is_file().then_some(sub_cfg_rel);
                     let sub_cfg = sub_cfg.unwrap_or_default();
-                    let namespace = sub_cfg.namespace.clone().unwrap_or_else(|| name.to_lowercase());
-                    roots.insert(path.clone(), TransformRoot { path, namespace, config_file: sub_file, config: sub_cfg });
+                    let namespace = sub_cfg
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| name.to_lowercase());
+                    roots.insert(
+                        path.clone(),
+                        TransformRoot {
+                            path,
+                            namespace,
+                            config_file: sub_file,
+                            config: sub_cfg,
+                        },
+                    );
                 }
             }
             // The bare `transforms/` is still a root so that files directly in it are reported.
-            roots.insert(dir.clone(), TransformRoot { path: dir, namespace: String::new(), config_file, config: config.unwrap_or_default() });
+            roots.insert(
+                dir.clone(),
+                TransformRoot {
+                    path: dir,
+                    namespace: String::new(),
+                    config_file,
+                    config: config.unwrap_or_default(),
+                },
+            );
             continue;
         }
         let base = Path::new(&dir);
@@ -268,9 +317,19 @@ fn find_roots(root: &Path, patterns: &[String], diagnostics: &mut Diagnostics) -
             base.file_name()
         };
         let namespace = explicit_ns.unwrap_or_else(|| {
-            conventional.map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default()
+            conventional
+                .map(|n| n.to_string_lossy().to_lowercase())
+                .unwrap_or_default()
         });
-        roots.insert(dir.clone(), TransformRoot { path: dir, namespace, config_file, config: config.unwrap_or_default() });
+        roots.insert(
+            dir.clone(),
+            TransformRoot {
+                path: dir,
+                namespace,
+                config_file,
+                config: config.unwrap_or_default(),
+            },
+        );
     }
     roots.into_values().collect()
 }
@@ -290,7 +349,11 @@ fn load_models(
     for &ri in &order {
         let r = &roots[ri];
         // The bare `transforms/` root only owns the files directly in it; its sub-folders are roots.
-        let depth = if r.namespace.is_empty() { 1 } else { usize::MAX };
+        let depth = if r.namespace.is_empty() {
+            1
+        } else {
+            usize::MAX
+        };
         let walker = walkdir::WalkDir::new(root.join(&r.path))
             .max_depth(depth)
             .sort_by_file_name()
@@ -311,7 +374,11 @@ fn load_models(
             }
         }
     }
-    let workspace_origin = Origin { level: Level::Workspace, file: Some("phlo.toml".into()), detail: Some("[transform]".into()) };
+    let workspace_origin = Origin {
+        level: Level::Workspace,
+        file: Some("phlo.toml".into()),
+        detail: Some("[transform]".into()),
+    };
     let workspace_settings = FolderSettings {
         materialized: config.transform.default_materialization,
         schema: config.transform.default_schema.clone(),
@@ -326,17 +393,23 @@ fn load_models(
             Ok(Ok(t)) => t,
             Ok(Err(_)) => {
                 diagnostics.push(
-                    Diagnostic::error(codes::UNREADABLE_MODEL, format!("model file `{rel}` is not UTF-8 text"))
-                        .in_file(&rel)
-                        .with_help("save the file as UTF-8"),
+                    Diagnostic::error(
+                        codes::UNREADABLE_MODEL,
+                        format!("model file `{rel}` is not UTF-8 text"),
+                    )
+                    .in_file(&rel)
+                    .with_help("save the file as UTF-8"),
                 );
                 continue;
             }
             Err(e) => {
                 diagnostics.push(
-                    Diagnostic::error(codes::UNREADABLE_MODEL, format!("cannot read model file `{rel}`: {e}"))
-                        .in_file(&rel)
-                        .with_help("check the file's permissions"),
+                    Diagnostic::error(
+                        codes::UNREADABLE_MODEL,
+                        format!("cannot read model file `{rel}`: {e}"),
+                    )
+                    .in_file(&rel)
+                    .with_help("check the file's permissions"),
                 );
                 continue;
             }
@@ -360,14 +433,25 @@ fn load_models(
         let mut cfg = EffectiveConfig::new(&r.namespace);
         cfg.apply_settings(&workspace_settings, &workspace_origin);
         if let Some(file) = &r.config_file {
-            cfg.apply_settings(&r.config.settings(), &Origin { level: Level::Root, file: Some(file.clone()), detail: None });
+            cfg.apply_settings(
+                &r.config.settings(),
+                &Origin {
+                    level: Level::Root,
+                    file: Some(file.clone()),
+                    detail: None,
+                },
+            );
         }
         // Folder layers, shallow to deep: the root's [folder."a/b"] sections, then a/b/transform.toml.
         let folders: Vec<&str> = inner.split('/').collect();
         for depth in 1..folders.len() {
             let sub = folders[..depth].join("/");
             if let Some(settings) = r.config.folder.get(&sub) {
-                let origin = Origin { level: Level::Folder, file: r.config_file.clone(), detail: Some(format!("[folder.\"{sub}\"]")) };
+                let origin = Origin {
+                    level: Level::Folder,
+                    file: r.config_file.clone(),
+                    detail: Some(format!("[folder.\"{sub}\"]")),
+                };
                 cfg.apply_settings(settings, &origin);
             }
             let file = format!("{}/{sub}/transform.toml", r.path);
@@ -379,12 +463,32 @@ fn load_models(
                             .with_help("remove `namespace` here, or declare this folder as a root in phlo.toml [transforms] include"),
                     );
                 }
-                cfg.apply_settings(&fc.settings(), &Origin { level: Level::Folder, file: Some(file.clone()), detail: None });
+                cfg.apply_settings(
+                    &fc.settings(),
+                    &Origin {
+                        level: Level::Folder,
+                        file: Some(file.clone()),
+                        detail: None,
+                    },
+                );
             }
         }
         cfg.apply_directives(&directives, &rel);
-        let id = directives.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| name.to_string());
-        models.push(ModelFile { name, id, path: rel, namespace: r.namespace.clone(), root: ri, text, directives, config: cfg });
+        let id = directives
+            .id
+            .as_ref()
+            .map(|i| i.value.clone())
+            .unwrap_or_else(|| name.to_string());
+        models.push(ModelFile {
+            name,
+            id,
+            path: rel,
+            namespace: r.namespace.clone(),
+            root: ri,
+            text,
+            directives,
+            config: cfg,
+        });
     }
     models.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.path.cmp(&b.path)));
     report_duplicates(&models, diagnostics);
@@ -401,13 +505,19 @@ fn report_duplicates(models: &[ModelFile], diagnostics: &mut Diagnostics) {
     }
     for (what, groups) in [("name", by_name), ("id", by_id)] {
         for (key, group) in groups {
-            if group.len() > 1 && !(what == "id" && group.iter().all(|m| m.directives.id.is_none())) {
+            if group.len() > 1 && !(what == "id" && group.iter().all(|m| m.directives.id.is_none()))
+            {
                 let paths: Vec<String> = group.iter().map(|m| m.path.clone()).collect();
                 diagnostics.push(
-                    Diagnostic::error(codes::DUPLICATE_MODEL, format!("{} model files share the {what} `{key}`", group.len()))
-                        .in_file(&group[1].path)
-                        .with_note(format!("files: {}", paths.join(", ")))
-                        .with_help("rename one file, or give the roots different namespaces in transform.toml"),
+                    Diagnostic::error(
+                        codes::DUPLICATE_MODEL,
+                        format!("{} model files share the {what} `{key}`", group.len()),
+                    )
+                    .in_file(&group[1].path)
+                    .with_note(format!("files: {}", paths.join(", ")))
+                    .with_help(
+                        "rename one file, or give the roots different namespaces in transform.toml",
+                    ),
                 );
             }
         }
@@ -420,7 +530,11 @@ fn load_tests(root: &Path, diagnostics: &mut Diagnostics) -> Vec<TestFile> {
     if !dir.is_dir() {
         return out;
     }
-    for entry in walkdir::WalkDir::new(&dir).sort_by_file_name().into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(&dir)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+    {
         let path = entry.path();
         if !entry.file_type().is_file() || path.extension().is_none_or(|e| e != "sql") {
             continue;
@@ -428,13 +542,23 @@ fn load_tests(root: &Path, diagnostics: &mut Diagnostics) -> Vec<TestFile> {
         let rel = rel_string(root, path);
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let name = rel.trim_start_matches("tests/").trim_end_matches(".sql").replace('/', ".");
-                out.push(TestFile { name, path: rel, text });
+                let name = rel
+                    .trim_start_matches("tests/")
+                    .trim_end_matches(".sql")
+                    .replace('/', ".");
+                out.push(TestFile {
+                    name,
+                    path: rel,
+                    text,
+                });
             }
             Err(e) => diagnostics.push(
-                Diagnostic::error(codes::UNREADABLE_MODEL, format!("cannot read test file `{rel}`: {e}"))
-                    .in_file(&rel)
-                    .with_help("make the file readable UTF-8 text"),
+                Diagnostic::error(
+                    codes::UNREADABLE_MODEL,
+                    format!("cannot read test file `{rel}`: {e}"),
+                )
+                .in_file(&rel)
+                .with_help("make the file readable UTF-8 text"),
             ),
         }
     }

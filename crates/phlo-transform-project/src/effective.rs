@@ -27,7 +27,11 @@ pub struct Origin {
 
 impl Origin {
     pub fn default_value() -> Self {
-        Origin { level: Level::Default, file: None, detail: None }
+        Origin {
+            level: Level::Default,
+            file: None,
+            detail: None,
+        }
     }
 
     pub fn describe(&self) -> String {
@@ -78,16 +82,37 @@ impl EffectiveConfig {
     pub(crate) fn new(namespace: &str) -> Self {
         let d = Origin::default_value();
         EffectiveConfig {
-            materialized: Sourced { value: Materialization::View, origin: d.clone() },
+            materialized: Sourced {
+                value: Materialization::View,
+                origin: d.clone(),
+            },
             schema: Sourced {
                 value: namespace.to_string(),
-                origin: Origin { detail: Some("the model's namespace".into()), ..d.clone() },
+                origin: Origin {
+                    detail: Some("the model's namespace".into()),
+                    ..d.clone()
+                },
             },
-            owner: Sourced { value: None, origin: d.clone() },
-            tags: Sourced { value: Vec::new(), origin: d.clone() },
-            key: Sourced { value: Vec::new(), origin: d.clone() },
-            not_null: Sourced { value: Vec::new(), origin: d.clone() },
-            incremental: Sourced { value: None, origin: d },
+            owner: Sourced {
+                value: None,
+                origin: d.clone(),
+            },
+            tags: Sourced {
+                value: Vec::new(),
+                origin: d.clone(),
+            },
+            key: Sourced {
+                value: Vec::new(),
+                origin: d.clone(),
+            },
+            not_null: Sourced {
+                value: Vec::new(),
+                origin: d.clone(),
+            },
+            incremental: Sourced {
+                value: None,
+                origin: d,
+            },
         }
     }
 
@@ -136,22 +161,51 @@ impl EffectiveConfig {
 
     /// Applies a command-line materialization override (the last layer).
     pub fn override_materialization(&mut self, m: Materialization) {
-        self.materialized.set(m, &Origin { level: Level::Cli, file: None, detail: None });
+        self.materialized.set(
+            m,
+            &Origin {
+                level: Level::Cli,
+                file: None,
+                detail: None,
+            },
+        );
     }
 
     /// `(key, value, origin)` rows for `inspect --config`.
     pub fn rows(&self) -> Vec<(&'static str, String, &Origin)> {
-        let list = |v: &Vec<String>| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+        let list = |v: &Vec<String>| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
         vec![
-            ("materialized", self.materialized.value.to_string(), &self.materialized.origin),
+            (
+                "materialized",
+                self.materialized.value.to_string(),
+                &self.materialized.origin,
+            ),
             ("schema", self.schema.value.clone(), &self.schema.origin),
-            ("owner", self.owner.value.clone().unwrap_or_else(|| "-".into()), &self.owner.origin),
+            (
+                "owner",
+                self.owner.value.clone().unwrap_or_else(|| "-".into()),
+                &self.owner.origin,
+            ),
             ("tags", list(&self.tags.value), &self.tags.origin),
             ("key", list(&self.key.value), &self.key.origin),
-            ("not_null", list(&self.not_null.value), &self.not_null.origin),
+            (
+                "not_null",
+                list(&self.not_null.value),
+                &self.not_null.origin,
+            ),
             (
                 "incremental",
-                self.incremental.value.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                self.incremental
+                    .value
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 &self.incremental.origin,
             ),
         ]

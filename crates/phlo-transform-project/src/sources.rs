@@ -145,7 +145,10 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
     if !base.is_dir() {
         return out;
     }
-    let mut walker = walkdir::WalkDir::new(&base).min_depth(2).sort_by_file_name().into_iter();
+    let mut walker = walkdir::WalkDir::new(&base)
+        .min_depth(2)
+        .sort_by_file_name()
+        .into_iter();
     while let Some(Ok(entry)) = walker.next() {
         let path = entry.path();
         let Some(format) = SourceFormat::detect(path) else {

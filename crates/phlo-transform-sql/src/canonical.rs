@@ -34,7 +34,10 @@ impl VisitorMut for ExplicitAliases {
 
 /// Canonical text of `query`; `identity` maps a relation (normalised parts) to the identity it
 /// resolves to (`model:<id>` or `source:<name>`), or `None` to leave it as written.
-pub fn canonical_text(query: &Query, mut identity: impl FnMut(&[String]) -> Option<String>) -> String {
+pub fn canonical_text(
+    query: &Query,
+    mut identity: impl FnMut(&[String]) -> Option<String>,
+) -> String {
     let mut q = query.clone();
     rewrite_relations(&mut q, |parts| identity(parts).map(Replacement::Name));
     let _ = q.visit(&mut ExplicitAliases);
@@ -62,7 +65,9 @@ mod tests {
 
     fn canon(sql: &str) -> String {
         let q = parse_query(sql, "m.sql", &default_dialect()).unwrap().query;
-        canonical_text(&q, |p| (p.join(".") == "assay.results").then(|| "model:assay.results".into()))
+        canonical_text(&q, |p| {
+            (p.join(".") == "assay.results").then(|| "model:assay.results".into())
+        })
     }
 
     #[test]
@@ -74,12 +79,21 @@ mod tests {
 
     #[test]
     fn aliases_with_and_without_as_are_the_same() {
-        assert_eq!(canon("select r.a x from assay.results r"), canon("select r.a as x from assay.results as r"));
+        assert_eq!(
+            canon("select r.a x from assay.results r"),
+            canon("select r.a as x from assay.results as r")
+        );
     }
 
     #[test]
     fn real_edits_change_the_text() {
-        assert_ne!(canon("select a from assay.results"), canon("select b from assay.results"));
-        assert_ne!(canon("select 'A' from assay.results"), canon("select 'a' from assay.results"));
+        assert_ne!(
+            canon("select a from assay.results"),
+            canon("select b from assay.results")
+        );
+        assert_ne!(
+            canon("select 'A' from assay.results"),
+            canon("select 'a' from assay.results")
+        );
     }
 }

@@ -18,15 +18,22 @@ pub fn default_dialect() -> GenericDialect {
 }
 
 /// Parses `sql` (the whole model file, comments included) as exactly one query.
-pub fn parse_query(sql: &str, file: &str, dialect: &dyn Dialect) -> Result<ParsedQuery, Diagnostic> {
+pub fn parse_query(
+    sql: &str,
+    file: &str,
+    dialect: &dyn Dialect,
+) -> Result<ParsedQuery, Diagnostic> {
     let statements = Parser::parse_sql(dialect, sql).map_err(|e| syntax_error(&e, sql, file))?;
     let mut it = statements.into_iter();
     match (it.next(), it.next()) {
         (Some(Statement::Query(query)), None) => Ok(ParsedQuery { query }),
-        (None, _) => Err(Diagnostic::error(codes::NOT_A_QUERY, "model file contains no SQL statement")
-            .in_file(file)
-            .at(1, 1)
-            .with_help("a model is one SELECT statement, e.g. `select * from raw.orders`")),
+        (None, _) => Err(Diagnostic::error(
+            codes::NOT_A_QUERY,
+            "model file contains no SQL statement",
+        )
+        .in_file(file)
+        .at(1, 1)
+        .with_help("a model is one SELECT statement, e.g. `select * from raw.orders`")),
         (Some(Statement::Query(_)), Some(_)) => Err(Diagnostic::error(
             codes::NOT_A_QUERY,
             "model file contains more than one statement",
@@ -35,11 +42,19 @@ pub fn parse_query(sql: &str, file: &str, dialect: &dyn Dialect) -> Result<Parse
         .at(1, 1)
         .with_help("keep one SELECT per file; split the rest into their own models")),
         (Some(other), _) => {
-            let keyword = other.to_string().split_whitespace().next().unwrap_or("").to_uppercase();
-            Err(Diagnostic::error(codes::NOT_A_QUERY, format!("a model must be a SELECT query, found {keyword}"))
-                .in_file(file)
-                .at(first_code_line(sql), 1)
-                .with_help("write the query only; phlo-transform creates the table or view itself"))
+            let keyword = other
+                .to_string()
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_uppercase();
+            Err(Diagnostic::error(
+                codes::NOT_A_QUERY,
+                format!("a model must be a SELECT query, found {keyword}"),
+            )
+            .in_file(file)
+            .at(first_code_line(sql), 1)
+            .with_help("write the query only; phlo-transform creates the table or view itself"))
         }
     }
 }
@@ -63,7 +78,13 @@ fn syntax_error(err: &ParserError, sql: &str, file: &str) -> Diagnostic {
     let (line, column) = location.unwrap_or_else(|| {
         // "found: EOF" and friends have no location: point at the end of the text.
         let line = sql.lines().count().max(1);
-        (line, sql.lines().last().map(|l| l.chars().count() + 1).unwrap_or(1))
+        (
+            line,
+            sql.lines()
+                .last()
+                .map(|l| l.chars().count() + 1)
+                .unwrap_or(1),
+        )
     });
     Diagnostic::error(codes::SYNTAX_ERROR, format!("SQL syntax error: {message}"))
         .in_file(file)
@@ -95,15 +116,25 @@ mod tests {
         let err = parse_query("select a,\nfrom t where", "m.sql", &default_dialect()).unwrap_err();
         assert_eq!(err.code, codes::SYNTAX_ERROR);
         assert_eq!(err.line, Some(2));
-        assert!(err.message.starts_with("SQL syntax error"), "{}", err.message);
+        assert!(
+            err.message.starts_with("SQL syntax error"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn only_single_queries_are_models() {
-        let err = parse_query("create table t as select 1", "m.sql", &default_dialect()).unwrap_err();
+        let err =
+            parse_query("create table t as select 1", "m.sql", &default_dialect()).unwrap_err();
         assert_eq!(err.code, codes::NOT_A_QUERY);
         let err = parse_query("select 1; select 2", "m.sql", &default_dialect()).unwrap_err();
         assert_eq!(err.code, codes::NOT_A_QUERY);
-        assert!(parse_query("-- c\nwith x as (select 1) select * from x", "m.sql", &default_dialect()).is_ok());
+        assert!(parse_query(
+            "-- c\nwith x as (select 1) select * from x",
+            "m.sql",
+            &default_dialect()
+        )
+        .is_ok());
     }
 }

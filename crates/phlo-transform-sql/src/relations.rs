@@ -54,8 +54,14 @@ fn span_of(name: &ObjectName) -> Option<Span> {
         return None;
     }
     Some(Span {
-        start: Location { line: first.span.start.line as usize, column: first.span.start.column as usize },
-        end: Location { line: last.span.end.line as usize, column: last.span.end.column as usize },
+        start: Location {
+            line: first.span.start.line as usize,
+            column: first.span.start.column as usize,
+        },
+        end: Location {
+            line: last.span.end.line as usize,
+            column: last.span.end.column as usize,
+        },
     })
 }
 
@@ -87,7 +93,9 @@ impl CteScope {
 /// The relation a table factor names, unless it is a CTE or a table function.
 fn table_parts<'a>(tf: &'a TableFactor, scope: &CteScope) -> Option<(&'a ObjectName, Vec<String>)> {
     match tf {
-        TableFactor::Table { name, args: None, .. } => {
+        TableFactor::Table {
+            name, args: None, ..
+        } => {
             let parts = parts_of(name)?;
             (!scope.is_cte(&parts)).then_some((name, parts))
         }
@@ -112,7 +120,10 @@ impl Visitor for Collector {
     }
     fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> ControlFlow<()> {
         if let Some((name, parts)) = table_parts(tf, &self.scope) {
-            self.found.push(RelationRef { parts, span: span_of(name) });
+            self.found.push(RelationRef {
+                parts,
+                span: span_of(name),
+            });
         }
         ControlFlow::Continue(())
     }
@@ -120,7 +131,10 @@ impl Visitor for Collector {
 
 /// Every relation the query reads, in order of appearance (duplicates kept, with their spans).
 pub fn extract_relations(query: &Query) -> Vec<RelationRef> {
-    let mut c = Collector { scope: CteScope::default(), found: Vec::new() };
+    let mut c = Collector {
+        scope: CteScope::default(),
+        found: Vec::new(),
+    };
     let _ = query.visit(&mut c);
     c.found
 }
@@ -167,13 +181,20 @@ impl<F: FnMut(&[String]) -> Option<Replacement>> VisitorMut for Rewriter<F> {
         });
         match replacement {
             Replacement::Name(physical) => {
-                *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote('"', physical))]);
+                *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote(
+                    '"', physical,
+                ))]);
                 if let TableFactor::Table { alias: slot, .. } = tf {
                     *slot = Some(alias);
                 }
             }
             Replacement::Derived(subquery) => {
-                *tf = TableFactor::Derived { lateral: false, subquery, alias: Some(alias), sample: None };
+                *tf = TableFactor::Derived {
+                    lateral: false,
+                    subquery,
+                    alias: Some(alias),
+                    sample: None,
+                };
             }
         }
         ControlFlow::Continue(())
@@ -182,7 +203,10 @@ impl<F: FnMut(&[String]) -> Option<Replacement>> VisitorMut for Rewriter<F> {
 
 /// Rewrites every relation for which `replace` returns a replacement.
 pub fn rewrite_relations(query: &mut Query, replace: impl FnMut(&[String]) -> Option<Replacement>) {
-    let mut r = Rewriter { scope: CteScope::default(), replace };
+    let mut r = Rewriter {
+        scope: CteScope::default(),
+        replace,
+    };
     let _ = query.visit(&mut r);
 }
 
@@ -193,7 +217,10 @@ mod tests {
 
     fn rels(sql: &str) -> Vec<String> {
         let q = parse_query(sql, "m.sql", &default_dialect()).unwrap();
-        extract_relations(&q.query).iter().map(RelationRef::dotted).collect()
+        extract_relations(&q.query)
+            .iter()
+            .map(RelationRef::dotted)
+            .collect()
     }
 
     #[test]
@@ -202,7 +229,10 @@ mod tests {
                    select * from recent r join assay.results a on r.id = a.id
                    where exists (select 1 from shared.sites s where s.id = r.site)
                    and r.x in (select x from \"Mixed.Case\")";
-        assert_eq!(rels(sql), vec!["raw.orders", "assay.results", "shared.sites", "Mixed.Case"]);
+        assert_eq!(
+            rels(sql),
+            vec!["raw.orders", "assay.results", "shared.sites", "Mixed.Case"]
+        );
     }
 
     #[test]
@@ -220,10 +250,16 @@ mod tests {
 
     #[test]
     fn rewrite_names_and_inline_derived_tables() {
-        let mut q = parse_query("select o.id from raw.orders o join assay.eph using (id) join x on true", "m.sql", &default_dialect())
+        let mut q = parse_query(
+            "select o.id from raw.orders o join assay.eph using (id) join x on true",
+            "m.sql",
+            &default_dialect(),
+        )
+        .unwrap()
+        .query;
+        let inner = parse_query("select 1 as id", "e.sql", &default_dialect())
             .unwrap()
             .query;
-        let inner = parse_query("select 1 as id", "e.sql", &default_dialect()).unwrap().query;
         rewrite_relations(&mut q, |parts| match parts.join(".").as_str() {
             "raw.orders" => Some(Replacement::Name("raw.orders".into())),
             "assay.eph" => Some(Replacement::Derived(inner.clone())),

@@ -12,22 +12,35 @@ pub fn needs_rendering(text: &str) -> bool {
 }
 
 /// Renders `text` with only `ref`, `source` and `var` available.
-pub fn render(text: &str, file: &str, vars: &BTreeMap<String, toml::Value>) -> Result<String, Diagnostic> {
+pub fn render(
+    text: &str,
+    file: &str,
+    vars: &BTreeMap<String, toml::Value>,
+) -> Result<String, Diagnostic> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_function("ref", |name: String| -> Result<String, Error> { Ok(name) });
-    env.add_function("source", |schema: String, table: String| -> Result<String, Error> {
-        Ok(format!("{schema}.{table}"))
-    });
+    env.add_function(
+        "source",
+        |schema: String, table: String| -> Result<String, Error> {
+            Ok(format!("{schema}.{table}"))
+        },
+    );
     let vars = vars.clone();
-    env.add_function("var", move |name: String, default: Option<Value>| -> Result<Value, Error> {
-        match vars.get(&name) {
-            Some(v) => Ok(toml_to_value(v)),
-            None => default.ok_or_else(|| {
-                Error::new(ErrorKind::InvalidOperation, format!("variable `{name}` is not set in phlo.toml [vars]"))
-            }),
-        }
-    });
+    env.add_function(
+        "var",
+        move |name: String, default: Option<Value>| -> Result<Value, Error> {
+            match vars.get(&name) {
+                Some(v) => Ok(toml_to_value(v)),
+                None => default.ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("variable `{name}` is not set in phlo.toml [vars]"),
+                    )
+                }),
+            }
+        },
+    );
     env.render_str(text, ()).map_err(|e| {
         let line = e.line().unwrap_or(1);
         Diagnostic::error(codes::TEMPLATE_ERROR, format!("template error: {}", e.detail().unwrap_or(&e.to_string())))
@@ -61,7 +74,10 @@ mod tests {
             &vars,
         )
         .unwrap();
-        assert_eq!(out, "select * from assay.results join lims.samples using (id) where site = 'oxford'");
+        assert_eq!(
+            out,
+            "select * from assay.results join lims.samples using (id) where site = 'oxford'"
+        );
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub struct StateError {
 
 impl StateError {
     pub(crate) fn from_sqlx(context: &str, e: sqlx::Error) -> Self {
-        StateError { message: format!("{context}: {e}") }
+        StateError {
+            message: format!("{context}: {e}"),
+        }
     }
 }
 
@@ -39,7 +41,10 @@ pub trait StateStore: Send + Sync {
     /// overwrites a newer one.
     async fn record_materialization(&self, m: &MaterializedVersion) -> Result<()>;
     /// Materialised versions of an environment, by model id.
-    async fn materializations(&self, environment: &str) -> Result<HashMap<String, MaterializedVersion>>;
+    async fn materializations(
+        &self,
+        environment: &str,
+    ) -> Result<HashMap<String, MaterializedVersion>>;
     /// Most recent runs first.
     async fn runs(&self, limit: i64) -> Result<Vec<RunRecord>>;
     async fn run_nodes(&self, run_id: &str) -> Result<Vec<NodeRecord>>;

@@ -18,8 +18,9 @@ impl SqliteStateStore {
     /// Opens (creating if needed) the database file and applies pending migrations.
     pub async fn open(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StateError { message: format!("cannot create {}: {e}", parent.display()) })?;
+            std::fs::create_dir_all(parent).map_err(|e| StateError {
+                message: format!("cannot create {}: {e}", parent.display()),
+            })?;
         }
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
             .map_err(|e| StateError::from_sqlx("invalid state path", e))?
@@ -30,11 +31,15 @@ impl SqliteStateStore {
             .max_connections(4)
             .connect_with(options)
             .await
-            .map_err(|e| StateError::from_sqlx(&format!("cannot open state database {}", path.display()), e))?;
+            .map_err(|e| {
+                StateError::from_sqlx(&format!("cannot open state database {}", path.display()), e)
+            })?;
         sqlx::migrate!("./migrations")
             .run(&pool)
             .await
-            .map_err(|e| StateError { message: format!("state database migration failed: {e}") })?;
+            .map_err(|e| StateError {
+                message: format!("state database migration failed: {e}"),
+            })?;
         Ok(SqliteStateStore { pool })
     }
 }
@@ -134,7 +139,9 @@ impl StateStore for SqliteStateStore {
     }
 
     async fn record_materialization(&self, m: &MaterializedVersion) -> Result<()> {
-        let json = |v: &std::collections::BTreeMap<String, String>| serde_json::to_string(v).expect("string map");
+        let json = |v: &std::collections::BTreeMap<String, String>| {
+            serde_json::to_string(v).expect("string map")
+        };
         sqlx::query(
             "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash, config_hash, upstream,
                                          sources, materialization, relation, run_id, generation, materialized_at)
@@ -166,7 +173,10 @@ impl StateStore for SqliteStateStore {
         Ok(())
     }
 
-    async fn materializations(&self, environment: &str) -> Result<HashMap<String, MaterializedVersion>> {
+    async fn materializations(
+        &self,
+        environment: &str,
+    ) -> Result<HashMap<String, MaterializedVersion>> {
         let rows = sqlx::query("SELECT * FROM model_versions WHERE environment = ?")
             .bind(environment)
             .fetch_all(&self.pool)
@@ -256,13 +266,18 @@ mod tests {
     #[tokio::test]
     async fn older_generations_never_overwrite_newer_records() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStateStore::open(&dir.path().join("state.db")).await.unwrap();
+        let store = SqliteStateStore::open(&dir.path().join("state.db"))
+            .await
+            .unwrap();
         store.record_materialization(&mv("v2", 20)).await.unwrap();
         store.record_materialization(&mv("v1", 10)).await.unwrap();
         let got = store.materializations("local").await.unwrap();
         assert_eq!(got["assay.raw"].version, "v2");
         store.record_materialization(&mv("v3", 30)).await.unwrap();
-        assert_eq!(store.materializations("local").await.unwrap()["assay.raw"].version, "v3");
+        assert_eq!(
+            store.materializations("local").await.unwrap()["assay.raw"].version,
+            "v3"
+        );
     }
 
     #[tokio::test]
@@ -299,13 +314,19 @@ mod tests {
             node.status = "passed".into();
             node.rows = Some(4);
             store.record_node("r1", &node).await.unwrap();
-            store.finish_run("r1", "passed", "2026-01-01T00:00:01Z").await.unwrap();
+            store
+                .finish_run("r1", "passed", "2026-01-01T00:00:01Z")
+                .await
+                .unwrap();
         }
         let store = SqliteStateStore::open(&path).await.unwrap();
         let runs = store.runs(10).await.unwrap();
         assert_eq!(runs[0].status, "passed");
         let nodes = store.run_nodes("r1").await.unwrap();
         assert_eq!(nodes.len(), 1);
-        assert_eq!((nodes[0].status.as_str(), nodes[0].rows), ("passed", Some(4)));
+        assert_eq!(
+            (nodes[0].status.as_str(), nodes[0].rows),
+            ("passed", Some(4))
+        );
     }
 }
