@@ -1,7 +1,7 @@
-//! Relation resolution in exactly the order of SPEC §12:
-//! 1. exact fully-qualified workspace model; 2. current namespace; 3. current transform root;
-//! 4. globally unique workspace model; 5. declared external source; 6. catalogue relation
-//! (sources found by convention); 7. failure. Any ambiguity is an error naming the candidates.
+//! Relation resolution in exactly the order of SPEC §12: exact fully-qualified workspace
+//! model, current namespace, current transform root, globally unique workspace model, declared
+//! external source, catalogue relation (sources found by convention), failure. Any ambiguity
+//! is an error naming the candidates.
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{did_you_mean, Diagnostic};
