@@ -33,7 +33,10 @@ impl Lcg {
     }
 
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 
@@ -102,15 +105,30 @@ pub fn generate(dir: &Path, n: usize) -> io::Result<Summary> {
         for row in 0..SEED_ROWS {
             let grp = ["alpha", "beta", "gamma", "delta", "epsilon"][rng.below(5)];
             let amount = rng.below(100_000) as f64 / 100.0 + 0.01;
-            let _ = writeln!(csv, "{},{grp},{amount:.2},2024-{:02}-{:02}", row + 1, 1 + rng.below(12), 1 + rng.below(28));
+            let _ = writeln!(
+                csv,
+                "{},{grp},{amount:.2},2024-{:02}-{:02}",
+                row + 1,
+                1 + rng.below(12),
+                1 + rng.below(28)
+            );
         }
         std::fs::write(src.join("seed_events.csv"), csv)?;
         let root = dir.join(root_dir(ns_index));
         std::fs::create_dir_all(&root)?;
-        std::fs::write(root.join("transform.toml"), format!("owner = \"team-{ns}\"\n"))?;
+        std::fs::write(
+            root.join("transform.toml"),
+            format!("owner = \"team-{ns}\"\n"),
+        )?;
     }
 
-    let mut summary = Summary { models: n, layers, tables: 0, edges: 0, bytes: 0 };
+    let mut summary = Summary {
+        models: n,
+        layers,
+        tables: 0,
+        edges: 0,
+        bytes: 0,
+    };
     let mut created_dirs = std::collections::HashSet::new();
     for i in 0..n {
         let ns = namespace(i);
