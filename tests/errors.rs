@@ -14,6 +14,7 @@ const CASES: &[(&str, &str)] = &[
     ("malformed_toml", "C001"),
     ("invalid_config", "C002"),
     ("unreadable_source", "R003"),
+    ("type_errors", "T001"),
 ];
 
 #[test]
@@ -85,4 +86,42 @@ fn a_missing_workspace_is_a_clear_error() {
     );
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("error[P001]"), "{}", out.stderr);
+}
+
+#[test]
+fn type_errors_are_all_reported_with_their_codes_and_downstream_is_not_blamed() {
+    let report = run(&testdata("errors/type_errors"), &["check", "--json"]).json();
+    let mut got: Vec<(String, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["file"].as_str().unwrap().to_string(), d["code"].as_str().unwrap().to_string()))
+        .collect();
+    got.sort();
+    let want: Vec<(String, String)> = [
+        ("transforms/lab/calls.sql", "T005"),
+        ("transforms/lab/grouping.sql", "T006"),
+        ("transforms/lab/typo.sql", "T001"),
+        ("transforms/lab/unioned.sql", "T007"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    let typo = report["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "T001").unwrap();
+    assert_eq!((typo["line"].as_u64(), typo["column"].as_u64()), (Some(2), Some(8)));
+}
+
+#[test]
+fn inspect_shows_inferred_column_types() {
+    let out = run(&testdata("mvp"), &["inspect", "reporting.monthly", "--json"]);
+    let schema = &out.json()["schema"];
+    assert_eq!(schema["status"], "known");
+    let cols: Vec<String> = schema["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{}:{}", c["name"].as_str().unwrap(), c["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(cols, ["experiment_id:Utf8", "sample_id:Utf8", "site:Utf8", "result:Float64"]);
 }

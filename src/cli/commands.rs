@@ -208,7 +208,7 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
                 "name": m.name, "id": m.id, "uri": m.name.uri(), "path": m.path,
                 "namespace": file.namespace, "materialization": m.materialization,
                 "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
-                "config": file.config, "directives": file.directives,
+                "config": file.config, "directives": file.directives, "schema": m.schema,
                 "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status,
                            "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
                 "diagnostics": diags,
@@ -236,6 +236,17 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         for (key, value, origin) in file.config.rows() {
             println!("  {key:<13} {value:<24} from {}", origin.describe());
         }
+    }
+    match &m.schema {
+        Some(phlo_transform_compiler::ModelSchema::Known { columns, .. }) => {
+            println!("\nColumns:");
+            let width = columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
+            for col in columns {
+                println!("  {:<width$}  {}{}", col.name, col.data_type, if col.nullable { "" } else { " NOT NULL" });
+            }
+        }
+        Some(phlo_transform_compiler::ModelSchema::Unknown { reason }) => println!("\nColumns: unknown ({reason})"),
+        None => println!("\nColumns: not inferred (the model or an upstream has errors)"),
     }
     let deps = c.dependencies(i);
     println!("\nDepends on:");

@@ -40,6 +40,8 @@ pub struct ModelEntry<'a> {
     pub sql_hash: Option<&'a str>,
     pub config_hash: Option<&'a str>,
     pub tests: Vec<&'a str>,
+    /// Inferred output schema (`{"status": "known", "columns": [...]}` or unknown with reason).
+    pub schema: Option<&'a crate::ModelSchema>,
     pub has_errors: bool,
 }
 
@@ -110,6 +112,7 @@ impl Compilation {
                         .filter(|t| t.targets.contains(&i))
                         .map(|t| t.name.as_str())
                         .collect(),
+                    schema: m.schema.as_ref(),
                     has_errors: m.has_errors,
                 }
             })

@@ -7,11 +7,13 @@ use phlo_transform_core::hash::sha256_file;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
 use serde::Serialize;
+
+use crate::schemas::{read_schema, SourceSchema};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What identifies the current contents of one source.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct SourceState {
     pub name: String,
     pub format: SourceFormat,
@@ -21,6 +23,9 @@ pub struct SourceState {
     /// The file the engine should read (for Iceberg: the current metadata.json).
     #[serde(skip)]
     pub read_path: PathBuf,
+    /// Column names and types, or why they are unknown.
+    #[serde(skip)]
+    pub schema: SourceSchema,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -115,11 +120,13 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
             )
         }
     };
+    let schema = read_schema(source.format, &read_path, path);
     Ok(SourceState {
         name: source.name.clone(),
         format: source.format,
         state,
         read_path,
+        schema,
     })
 }
 

@@ -17,6 +17,9 @@ use crate::catalog::CatalogSnapshot;
 use crate::graph::ModelGraph;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
+use crate::typing::{self, ModelSchema};
+use datafusion::logical_expr::LogicalPlan;
+use std::sync::Arc;
 use crate::version::ModelVersion;
 
 /// A relation as written and what it resolved to (`None`: unresolved, already reported).
@@ -51,6 +54,10 @@ pub struct CompiledModel {
     pub version: Option<ModelVersion>,
     /// True when this model's own file has an error.
     pub has_errors: bool,
+    /// Inferred output schema; `None` when the model (or an input) has errors.
+    pub schema: Option<ModelSchema>,
+    /// The unoptimized DataFusion plan the schema comes from.
+    pub plan: Option<Arc<LogicalPlan>>,
 }
 
 /// The immutable result of compiling a workspace.
@@ -104,6 +111,7 @@ impl Compilation {
             }
         }
         let order = graph.topological_order();
+        typing::infer(&mut models, &order, &catalog, &mut diagnostics);
         compute_versions(&mut models, &order, &workspace, &catalog);
         let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
         for m in models
@@ -156,55 +164,45 @@ impl Compilation {
 
     /// The model's query with relations replaced by physical names (`physical` names a model
     /// index or source) and ephemeral models inlined as derived tables, nested chains included.
-    pub fn executable_query(
-        &self,
-        index: usize,
-        physical: &dyn Fn(&Target) -> String,
-    ) -> Option<Query> {
-        let m = &self.models[index];
-        self.rewrite(m.query.as_deref()?, &m.relations, physical)
+    pub fn executable_query(&self, index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+        executable_query(&self.models, index, physical)
     }
 
     /// A test's violation query, rewritten like a model's.
-    pub fn executable_test_query(
-        &self,
-        test: &CompiledTest,
-        physical: &dyn Fn(&Target) -> String,
-    ) -> Option<Query> {
-        self.rewrite(&test.query, &test.relations, physical)
+    pub fn executable_test_query(&self, test: &CompiledTest, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+        rewrite(&self.models, &test.query, &test.relations, physical)
     }
+}
 
-    fn rewrite(
-        &self,
-        query: &Query,
-        relations: &[ResolvedRelation],
-        physical: &dyn Fn(&Target) -> String,
-    ) -> Option<Query> {
-        let mut q = query.clone();
-        let mut failed = false;
-        rewrite_relations(&mut q, |parts| {
-            let target = relations
-                .iter()
-                .find(|r| r.relation.parts == parts)?
-                .target
-                .as_ref()?;
-            match target {
-                Target::Model(i)
-                    if self.models[*i].materialization == Materialization::Ephemeral =>
-                {
-                    match self.executable_query(*i, physical) {
-                        Some(inner) => Some(Replacement::Derived(Box::new(inner))),
-                        None => {
-                            failed = true;
-                            None
-                        }
+pub(crate) fn executable_query(models: &[CompiledModel], index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    let m = &models[index];
+    rewrite(models, m.query.as_deref()?, &m.relations, physical)
+}
+
+fn rewrite(
+    models: &[CompiledModel],
+    query: &Query,
+    relations: &[ResolvedRelation],
+    physical: &dyn Fn(&Target) -> String,
+) -> Option<Query> {
+    let mut q = query.clone();
+    let mut failed = false;
+    rewrite_relations(&mut q, |parts| {
+        let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+        match target {
+            Target::Model(i) if models[*i].materialization == Materialization::Ephemeral => {
+                match executable_query(models, *i, physical) {
+                    Some(inner) => Some(Replacement::Derived(Box::new(inner))),
+                    None => {
+                        failed = true;
+                        None
                     }
                 }
-                other => Some(Replacement::Name(physical(other))),
             }
-        });
-        (!failed).then_some(q)
-    }
+            other => Some(Replacement::Name(physical(other))),
+        }
+    });
+    (!failed).then_some(q)
 }
 
 fn compile_model(
@@ -226,6 +224,8 @@ fn compile_model(
         sources: Vec::new(),
         version: None,
         has_errors: false,
+        schema: None,
+        plan: None,
     };
     let text = if template::needs_rendering(&file.text) {
         match template::render(&file.text, &file.path, &ws.config.vars) {

@@ -7,10 +7,13 @@ pub mod catalog;
 pub mod compile;
 pub mod graph;
 pub mod resolve;
+pub mod schemas;
 pub mod tests;
+pub mod typing;
 pub mod version;
 
 pub use catalog::{CatalogSnapshot, SourceState};
 pub use compile::{Compilation, CompiledModel, Dependency};
 pub use tests::{CompiledTest, TestKind};
+pub use typing::{Column, ModelSchema};
 pub use version::ModelVersion;

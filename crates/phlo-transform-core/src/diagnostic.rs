@@ -46,6 +46,16 @@ pub mod codes {
     pub const UNRESOLVED_RELATION: Code = Code("R001");
     pub const AMBIGUOUS_RELATION: Code = Code("R002");
     pub const UNREADABLE_SOURCE: Code = Code("R003");
+    // TYPE
+    pub const UNKNOWN_COLUMN: Code = Code("T001");
+    pub const AMBIGUOUS_COLUMN: Code = Code("T002");
+    pub const INCOMPATIBLE_TYPES: Code = Code("T003");
+    pub const INVALID_CAST: Code = Code("T004");
+    pub const UNKNOWN_FUNCTION: Code = Code("T005");
+    pub const NOT_GROUPED: Code = Code("T006");
+    pub const SET_OPERATION_MISMATCH: Code = Code("T007");
+    pub const SUBQUERY_COLUMNS: Code = Code("T008");
+    pub const UNTYPEABLE: Code = Code("T009");
     // GRAPH
     pub const CYCLE: Code = Code("G001");
     // PLAN

@@ -1,0 +1,3 @@
+select site, result, count(*) as n
+from lab.results
+group by site

@@ -1,0 +1,3 @@
+select site from lab.results
+union all
+select site, result from lab.results
