@@ -171,6 +171,8 @@ impl LocalEngine {
                     .map_err(unavailable)?;
                 self.register(name, provider)
             }
+            // Schema-only: there is no data; models over it fail with "table not found".
+            SourceFormat::Declared => Ok(()),
         }
     }
 

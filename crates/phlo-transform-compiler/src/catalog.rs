@@ -101,6 +101,13 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
             (format!("sha256:{hash},size:{}", meta.len()), path.clone())
         }
         SourceFormat::Delta => (format!("delta:v{}", delta_version(path)?), path.clone()),
+        SourceFormat::Declared => {
+            let mut f = phlo_transform_core::Fingerprint::new("declared-columns");
+            for (name, ty) in &source.columns {
+                f.field(name, ty);
+            }
+            (format!("declared:{}", &f.finish()[..16]), path.clone())
+        }
         SourceFormat::Iceberg => {
             let metadata = iceberg_metadata_file(path)?;
             let text = std::fs::read_to_string(&metadata).map_err(|e| e.to_string())?;
@@ -120,7 +127,7 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
             )
         }
     };
-    let schema = read_schema(source.format, &read_path, path);
+    let schema = read_schema(source.format, &read_path, path, &source.columns);
     Ok(SourceState {
         name: source.name.clone(),
         format: source.format,

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod resolve;
 pub mod schemas;
 pub mod tests;
+pub mod types;
 pub mod typing;
 pub mod version;
 

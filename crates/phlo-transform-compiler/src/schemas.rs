@@ -17,17 +17,36 @@ pub enum SourceSchema {
     Unknown(String),
 }
 
-pub fn read_schema(format: SourceFormat, path: &Path, table_dir: &Path) -> SourceSchema {
+/// The schema of the data at `path`; declared columns are used when there is no data or its
+/// schema cannot be read.
+pub fn read_schema(format: SourceFormat, path: &Path, table_dir: &Path, declared: &[(String, String)]) -> SourceSchema {
     let result = match format {
         SourceFormat::Parquet => parquet_schema(path),
         SourceFormat::Csv => csv_schema(path),
         SourceFormat::Delta => delta_schema(table_dir),
         SourceFormat::Iceberg => iceberg_schema(path),
+        SourceFormat::Declared => Err("no data location".to_string()),
     };
     match result {
         Ok(schema) => SourceSchema::Known(Arc::new(schema)),
+        Err(_) if !declared.is_empty() => match declared_schema(declared) {
+            Ok(schema) => SourceSchema::Known(Arc::new(schema)),
+            Err(reason) => SourceSchema::Unknown(reason),
+        },
         Err(reason) => SourceSchema::Unknown(reason),
     }
+}
+
+fn declared_schema(columns: &[(String, String)]) -> Result<Schema, String> {
+    let fields = columns
+        .iter()
+        .map(|(name, ty)| {
+            crate::types::sql_type(ty)
+                .map(|t| Field::new(name, t, true))
+                .ok_or_else(|| format!("declared column `{name}` has unknown type `{ty}`"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Schema::new(fields))
 }
 
 fn parquet_schema(path: &Path) -> Result<Schema, String> {
@@ -153,7 +172,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.csv");
         std::fs::write(&path, "id,site,value\n1,ox,1.5\n2,cam,2.5\n").unwrap();
-        let SourceSchema::Known(s) = read_schema(SourceFormat::Csv, &path, &path) else { panic!() };
+        let SourceSchema::Known(s) = read_schema(SourceFormat::Csv, &path, &path, &[]) else { panic!() };
         let types: Vec<String> = s.fields().iter().map(|f| format!("{}:{}", f.name(), f.data_type())).collect();
         assert_eq!(types, ["id:Int64", "site:Utf8", "value:Float64"]);
     }

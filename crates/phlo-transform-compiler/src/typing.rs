@@ -119,11 +119,29 @@ pub(crate) fn infer(
                 models[i].plan = Some(Arc::new(plan));
             }
             Err(e) => {
-                diagnostics.push(type_diagnostic(&e, &models[i]));
+                let mut d = type_diagnostic(&e, &models[i]);
+                if d.code == codes::UNKNOWN_FUNCTION {
+                    suggest_functions(&mut d, &ctx);
+                }
+                diagnostics.push(d);
                 models[i].has_errors = true;
             }
         }
     }
+}
+
+/// DataFusion's "Possible function" note depends on hash order; suggest deterministically.
+fn suggest_functions(d: &mut Diagnostic, ctx: &SessionContext) {
+    d.notes.retain(|n| !n.starts_with("Possible function"));
+    let Some(name) = d.message.split('\'').nth(1).map(str::to_string) else { return };
+    let state = ctx.state();
+    let names: Vec<&String> = state
+        .scalar_functions()
+        .keys()
+        .chain(state.aggregate_functions().keys())
+        .chain(state.window_functions().keys())
+        .collect();
+    d.suggestions = phlo_transform_core::did_you_mean(&name, names.iter().map(|s| s.as_str()));
 }
 
 /// Why a model cannot be typed: an input whose schema is unknown.

@@ -71,6 +71,10 @@ pub struct SourceSection {
     pub description: Option<String>,
     pub freshness: Option<String>,
     pub timestamp_column: Option<String>,
+    /// `[source."x.y".columns] name = "bigint"`: the schema, in column order. Without a
+    /// `location` the source is schema-only (typing, no data); with one it is the fallback when
+    /// the data's own schema cannot be read.
+    pub columns: Option<toml::Table>,
 }
 
 /// `transform.toml`. `namespace` is only meaningful in a transform root.

@@ -17,6 +17,8 @@ pub enum SourceFormat {
     Csv,
     Delta,
     Iceberg,
+    /// Schema-only: declared columns, no data.
+    Declared,
 }
 
 impl SourceFormat {
@@ -76,6 +78,8 @@ pub struct SourceDecl {
     pub description: Option<String>,
     pub freshness: Option<String>,
     pub timestamp_column: Option<String>,
+    /// Declared columns `(name, SQL type)`, in order; empty when not declared.
+    pub columns: Vec<(String, String)>,
 }
 
 impl SourceDecl {
@@ -100,8 +104,30 @@ pub(crate) fn declared(
                     name.rsplit('.').next().unwrap_or(name)
                 ))
         };
+        let mut columns = Vec::new();
+        for (column, ty) in section.columns.iter().flatten() {
+            match ty.as_str() {
+                Some(t) => columns.push((column.to_lowercase(), t.trim().to_lowercase())),
+                None => diags.push(err(format!("source `{name}`: the type of column `{column}` must be a string such as \"bigint\""))),
+            }
+        }
         let Some(location) = &section.location else {
-            diags.push(err(format!("source `{name}` has no `location`")));
+            if columns.is_empty() {
+                diags.push(err(format!("source `{name}` has no `location` and no `columns`")));
+            } else {
+                out.push(SourceDecl {
+                    name: name.to_lowercase(),
+                    location: String::new(),
+                    path: root.to_path_buf(),
+                    format: SourceFormat::Declared,
+                    origin: SourceOrigin::Declared,
+                    owner: section.owner.clone(),
+                    description: section.description.clone(),
+                    freshness: section.freshness.clone(),
+                    timestamp_column: section.timestamp_column.clone(),
+                    columns,
+                });
+            }
             continue;
         };
         let path = root.join(location);
@@ -116,9 +142,7 @@ pub(crate) fn declared(
             None => match SourceFormat::detect(&path) {
                 Some(f) => f,
                 None => {
-                    diags.push(err(format!(
-                        "cannot tell the format of source `{name}` from `{location}`"
-                    )));
+                    diags.push(err(format!("cannot tell the format of source `{name}` from `{location}`")));
                     continue;
                 }
             },
@@ -133,6 +157,7 @@ pub(crate) fn declared(
             description: section.description.clone(),
             freshness: section.freshness.clone(),
             timestamp_column: section.timestamp_column.clone(),
+            columns,
         });
     }
     (out, diags)
@@ -179,6 +204,7 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
             description: None,
             freshness: None,
             timestamp_column: None,
+            columns: Vec::new(),
         });
     }
     out

@@ -1,3 +1,3 @@
 select sample_id
 from lab.results
-where site > 3 and nosuchfn(result) > 1
+where site > 3 and sqrtt(result) > 1
