@@ -111,7 +111,7 @@ impl Compilation {
             }
         }
         let order = graph.topological_order();
-        typing::infer(&mut models, &order, &catalog, &mut diagnostics);
+        typing::infer(&mut models, &order, &catalog, &workspace, &mut diagnostics);
         compute_versions(&mut models, &order, &workspace, &catalog);
         let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
         for m in models

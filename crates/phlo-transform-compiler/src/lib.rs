@@ -5,6 +5,7 @@
 pub mod artifacts;
 pub mod catalog;
 pub mod compile;
+pub mod dialect;
 pub mod graph;
 pub mod resolve;
 pub mod schemas;

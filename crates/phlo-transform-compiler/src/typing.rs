@@ -19,6 +19,8 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::compile::{executable_query, CompiledModel};
+use crate::dialect::{known_dialects, Dialect};
+use phlo_transform_project::{AnalysisMode, Workspace};
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::CatalogSnapshot;
@@ -87,9 +89,19 @@ pub(crate) fn infer(
     models: &mut [CompiledModel],
     order: &[usize],
     catalog: &CatalogSnapshot,
+    workspace: &Workspace,
     diagnostics: &mut Diagnostics,
 ) {
     let ctx = typing_session();
+    let name = workspace.config.transform.dialect.as_deref().unwrap_or("datafusion");
+    match Dialect::builtin(name) {
+        Ok(dialect) => dialect.register(&ctx),
+        Err(reason) => diagnostics.push(
+            Diagnostic::error(codes::INVALID_CONFIG, format!("[transform] dialect: {reason}"))
+                .in_file("phlo.toml")
+                .with_help(format!("set `dialect` to one of: {}", known_dialects().join(", "))),
+        ),
+    }
     for (name, state) in &catalog.sources {
         if let SourceSchema::Known(schema) = &state.schema {
             register(&ctx, name, schema.clone());
@@ -98,6 +110,11 @@ pub(crate) fn infer(
     for &i in order {
         // A model over an erroneous upstream is not typed: its error is already reported.
         if models[i].has_errors || models[i].upstream.iter().any(|&u| models[u].has_errors || models[u].schema.is_none()) {
+            continue;
+        }
+        let mode = workspace.models[i].config.analysis.value;
+        if mode == AnalysisMode::Off {
+            models[i].schema = Some(ModelSchema::Unknown { reason: "analysis is off for this model".into() });
             continue;
         }
         if let Some(reason) = unknown_input(models, i, catalog) {
@@ -123,8 +140,15 @@ pub(crate) fn infer(
                 if d.code == codes::UNKNOWN_FUNCTION {
                     suggest_functions(&mut d, &ctx);
                 }
+                // Baseline: what DataFusion cannot type is not the user's error.
+                if mode == AnalysisMode::Baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
+                    d.severity = phlo_transform_core::Severity::Warning;
+                    d = d.with_note("analysis is `baseline`: the model's schema is unknown");
+                    models[i].schema = Some(ModelSchema::Unknown { reason: d.message.clone() });
+                } else {
+                    models[i].has_errors = true;
+                }
                 diagnostics.push(d);
-                models[i].has_errors = true;
             }
         }
     }

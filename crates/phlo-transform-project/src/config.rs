@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-use crate::directives::Materialization;
+use crate::directives::{AnalysisMode, Materialization};
 
 /// `phlo.toml`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -30,6 +30,11 @@ pub struct TransformSection {
     /// Folder (relative to the workspace) where sources are found by convention:
     /// `<dir>/<namespace>/<name>.parquet|.csv`, Delta directories, Iceberg tables.
     pub sources_dir: Option<String>,
+    /// Dialect whose functions and type names models are checked against:
+    /// `datafusion` (default), `trino`, `duckdb`, `postgres`.
+    pub dialect: Option<String>,
+    /// Type-checking mode for every model: `strict` (default), `baseline`, `off`.
+    pub analysis: Option<AnalysisMode>,
     #[serde(default)]
     pub execution: ExecutionSection,
     #[serde(default)]

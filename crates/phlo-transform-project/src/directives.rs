@@ -42,6 +42,38 @@ impl fmt::Display for Materialization {
     }
 }
 
+/// How strictly a model is type-checked (SPEC §24): `strict` reports type errors, `baseline`
+/// turns errors from constructs DataFusion cannot type into warnings (the model is then
+/// `unknown`), `off` does not type the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnalysisMode {
+    Strict,
+    Baseline,
+    Off,
+}
+
+impl AnalysisMode {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "strict" => Some(Self::Strict),
+            "baseline" => Some(Self::Baseline),
+            "off" => Some(Self::Off),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AnalysisMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Strict => "strict",
+            Self::Baseline => "baseline",
+            Self::Off => "off",
+        })
+    }
+}
+
 /// `@incremental <strategy>` (SPEC §27).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "strategy", rename_all = "lowercase")]
@@ -82,6 +114,7 @@ pub struct Directives {
     pub not_null: Option<AtLine<Vec<String>>>,
     pub owner: Option<AtLine<String>>,
     pub tags: Option<AtLine<Vec<String>>>,
+    pub analysis: Option<AtLine<AnalysisMode>>,
 }
 
 const KNOWN: &[&str] = &[
@@ -95,6 +128,7 @@ const KNOWN: &[&str] = &[
     "not-null",
     "owner",
     "tags",
+    "analysis",
 ];
 
 impl Directives {
@@ -185,6 +219,13 @@ impl Directives {
                         }
                     }
                 }
+                "analysis" => match AnalysisMode::parse(args) {
+                    Some(mode) => out.analysis = Some(AtLine { value: mode, line }),
+                    None => diags.push(
+                        err(codes::INVALID_DIRECTIVE_ARGUMENT, format!("unknown analysis mode `{args}`"))
+                            .with_help("use `-- @analysis strict`, `baseline` or `off`"),
+                    ),
+                },
                 "incremental" => {
                     set_materialized(Materialization::Incremental, &mut diags);
                     pending_incremental = Some((args.to_string(), line));

@@ -432,6 +432,9 @@ fn load_models(
         diagnostics.extend(directive_diags);
         let mut cfg = EffectiveConfig::new(&r.namespace);
         cfg.apply_settings(&workspace_settings, &workspace_origin);
+        if let Some(mode) = config.transform.analysis {
+            cfg.apply_analysis(mode, &workspace_origin);
+        }
         if let Some(file) = &r.config_file {
             cfg.apply_settings(
                 &r.config.settings(),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::config::FolderSettings;
-use crate::directives::{Directives, IncrementalStrategy, Materialization};
+use crate::directives::{AnalysisMode, Directives, IncrementalStrategy, Materialization};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,6 +76,7 @@ pub struct EffectiveConfig {
     pub key: Sourced<Vec<String>>,
     pub not_null: Sourced<Vec<String>>,
     pub incremental: Sourced<Option<IncrementalStrategy>>,
+    pub analysis: Sourced<AnalysisMode>,
 }
 
 impl EffectiveConfig {
@@ -111,6 +112,10 @@ impl EffectiveConfig {
             },
             incremental: Sourced {
                 value: None,
+                origin: d.clone(),
+            },
+            analysis: Sourced {
+                value: AnalysisMode::Strict,
                 origin: d,
             },
         }
@@ -157,6 +162,14 @@ impl EffectiveConfig {
         if let Some(t) = &d.tags {
             self.tags.set(t.value.clone(), &at(t.line));
         }
+        if let Some(a) = &d.analysis {
+            self.analysis.set(a.value, &at(a.line));
+        }
+    }
+
+    /// Applies the workspace-wide analysis mode (`[transform] analysis`).
+    pub(crate) fn apply_analysis(&mut self, mode: AnalysisMode, origin: &Origin) {
+        self.analysis.set(mode, origin);
     }
 
     /// Applies a command-line materialization override (the last layer).
@@ -208,6 +221,7 @@ impl EffectiveConfig {
                     .unwrap_or_else(|| "-".into()),
                 &self.incremental.origin,
             ),
+            ("analysis", self.analysis.value.to_string(), &self.analysis.origin),
         ]
     }
 }

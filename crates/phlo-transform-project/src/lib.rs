@@ -9,7 +9,7 @@ pub mod sources;
 mod toml_error;
 
 pub use config::{RootConfig, WorkspaceConfig};
-pub use directives::{Directives, IncrementalStrategy, Materialization};
+pub use directives::{AnalysisMode, Directives, IncrementalStrategy, Materialization};
 pub use discovery::{ModelFile, TestFile, TransformRoot, Workspace};
 pub use effective::{EffectiveConfig, Origin, Sourced};
 pub use sources::{SourceDecl, SourceFormat, SourceOrigin};

@@ -1,0 +1,83 @@
+//! Typed compilation end to end: dialect functions, analysis modes, unknown propagation.
+
+mod common;
+
+use common::run;
+use std::path::Path;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn workspace(phlo_toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "phlo.toml", &format!("{phlo_toml}\n[source.\"lims.events\".columns]\nid = \"bigint\"\nstarted = \"timestamp\"\nfinished = \"timestamp\"\npayload = \"varchar\"\n"));
+    write(root, "transforms/lab/durations.sql", "select id, date_diff('day', started, finished) as days,\n       json_extract_scalar(payload, '$.site') as site\nfrom lims.events\n");
+    write(root, "transforms/lab/summary.sql", "select site, sum(days) as total_days from lab.durations group by site\n");
+    dir
+}
+
+fn columns(dir: &Path, model: &str) -> serde_json::Value {
+    run(dir, &["inspect", model, "--json"]).json()["schema"].clone()
+}
+
+#[test]
+fn trino_functions_type_check_under_the_trino_dialect() {
+    let ws = workspace("[transform]\ndialect = \"trino\"\n");
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let schema = columns(ws.path(), "lab.durations");
+    let types: Vec<String> = schema["columns"].as_array().unwrap().iter().map(|c| format!("{}:{}", c["name"].as_str().unwrap(), c["type"].as_str().unwrap())).collect();
+    assert_eq!(types, ["id:Int64", "days:Int64", "site:Utf8"]);
+    let summary = columns(ws.path(), "lab.summary");
+    assert_eq!(summary["columns"][1]["type"], "Int64");
+}
+
+#[test]
+fn without_the_dialect_the_same_functions_are_unknown() {
+    let ws = workspace("");
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2);
+    let diags = out.json()["diagnostics"].clone();
+    assert_eq!(diags[0]["code"], "T005", "{diags}");
+    assert_eq!((diags[0]["line"].as_u64(), diags[0]["column"].as_u64()), (Some(1), Some(12)));
+}
+
+#[test]
+fn baseline_turns_untypeable_constructs_into_warnings_and_unknown_schemas() {
+    let ws = workspace("[transform]\nanalysis = \"baseline\"\n");
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let diags = out.json()["diagnostics"].clone();
+    assert_eq!(diags[0]["severity"], "warning");
+    assert_eq!(diags[0]["code"], "T005");
+    assert_eq!(columns(ws.path(), "lab.durations")["status"], "unknown");
+    let downstream = columns(ws.path(), "lab.summary");
+    assert_eq!(downstream["status"], "unknown");
+    assert_eq!(downstream["reason"], "upstream lab.durations has an unknown schema");
+}
+
+#[test]
+fn a_model_can_turn_analysis_off() {
+    let ws = workspace("");
+    let file = ws.path().join("transforms/lab/durations.sql");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("-- @analysis off\n{text}")).unwrap();
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["diagnostics"].as_array().unwrap().len(), 0);
+    assert_eq!(columns(ws.path(), "lab.durations")["reason"], "analysis is off for this model");
+}
+
+#[test]
+fn an_unknown_dialect_is_a_config_error() {
+    let ws = workspace("[transform]\ndialect = \"oracle\"\n");
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!(d["code"], "C002");
+    assert!(d["message"].as_str().unwrap().contains("oracle"), "{d}");
+}
