@@ -13,7 +13,8 @@
 //!   the workspace: phlo-transform reads the table catalog-free, from the newest
 //!   `<table-dir>/metadata/NNNNN-<uuid>.metadata.json` (PyIceberg writes no `version-hint.text`).
 //!   So an Iceberg table at `sources/<ns>/<name>/` is found by convention, exactly like a Delta
-//!   table there; `declared_sources_*` below declares both kinds in phlo.toml instead.
+//!   table there; `declared_delta_and_iceberg_sources_follow_their_location` declares both kinds
+//!   in phlo.toml instead.
 //! - `read_delta.py <table-dir> <app-id>`: prints what delta-rs sees as JSON.
 //!
 //! These tests need `python3` with `deltalake`, `pyiceberg[sql-sqlite,pyarrow]` and `pyarrow`
@@ -26,7 +27,8 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PIP_INSTALL: &str = "python3 -m pip install deltalake \"pyiceberg[sql-sqlite,pyarrow]\" pyarrow";
+const PIP_INSTALL: &str =
+    "python3 -m pip install deltalake \"pyiceberg[sql-sqlite,pyarrow]\" pyarrow";
 
 fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
@@ -113,7 +115,11 @@ impl Lake {
     /// What delta-rs reads from the table phlo-transform wrote for `model`.
     fn read(&self, model: &str) -> Value {
         let dir = self.ws.join(".phlo/warehouse").join(model);
-        assert!(dir.join("_delta_log").is_dir(), "{} is no Delta table", dir.display());
+        assert!(
+            dir.join("_delta_log").is_dir(),
+            "{} is no Delta table",
+            dir.display()
+        );
         python(
             "read_delta.py",
             &[&dir],
@@ -263,7 +269,10 @@ fn assert_commit(read: &Value, report: &Value, name: &str) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("no txn for phlo-transform:{name}: {read}"));
     assert!(txn > 0, "{read}");
-    assert_eq!(read["txn_version_log"], txn, "txn in the log vs the API: {read}");
+    assert_eq!(
+        read["txn_version_log"], txn,
+        "txn in the log vs the API: {read}"
+    );
     let version = model(report, name)["version"].as_str().unwrap();
     assert_eq!(read["history_model_version"], version, "{read}");
     assert_eq!(read["log_model_version"], version, "{read}");
@@ -292,15 +301,19 @@ fn delta_and_iceberg_sources_build_tables_that_delta_rs_reads_back() {
 
     let report = run_ok(dir);
     assert!(
-        report["models"].as_array().unwrap().iter().all(|m| m["status"] == "passed"),
+        report["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["status"] == "passed"),
         "{report}"
     );
     // Per site: results oxford 2, cambridge 2, leeds 1; samples oxford 2, cambridge 1, leeds 1.
     assert_eq!(rows(&report, "lab.results_by_site"), Some(3));
     assert_eq!(rows(&report, "lab.samples_by_site"), Some(3));
-    assert_eq!(rows(&report, "lab.results_samples"), Some(2 * 2 + 2 * 1 + 1)); // 7
+    // 2×2 oxford + 2×1 cambridge + 1×1 leeds
+    assert_eq!(rows(&report, "lab.results_samples"), Some(7));
     assert_eq!(rows(&report, "reporting.site_summary"), Some(3));
-
 
     // The source states: the Delta log version, the Iceberg snapshot and schema ids.
     let snapshot = lake.iceberg_1["snapshot_id"].as_i64().unwrap();
@@ -324,7 +337,11 @@ fn delta_and_iceberg_sources_build_tables_that_delta_rs_reads_back() {
     assert_eq!(by_site["version"], 0);
     assert_eq!(
         data(&by_site),
-        sorted(json!([["cambridge", 2, 8.0], ["leeds", 1, 4.0], ["oxford", 2, 4.0]]))
+        sorted(json!([
+            ["cambridge", 2, 8.0],
+            ["leeds", 1, 4.0],
+            ["oxford", 2, 4.0]
+        ]))
     );
     assert_commit(&by_site, &report, "lab.results_by_site");
 
@@ -332,7 +349,11 @@ fn delta_and_iceberg_sources_build_tables_that_delta_rs_reads_back() {
     assert_eq!(samples["columns"], json!(["site", "samples", "passed"]));
     assert_eq!(
         data(&samples),
-        sorted(json!([["cambridge", 1, 1], ["leeds", 1, 1], ["oxford", 2, 1]]))
+        sorted(json!([
+            ["cambridge", 1, 1],
+            ["leeds", 1, 1],
+            ["oxford", 2, 1]
+        ]))
     );
     assert_commit(&samples, &report, "lab.samples_by_site");
 
@@ -383,7 +404,10 @@ fn delta_and_iceberg_sources_build_tables_that_delta_rs_reads_back() {
         "{again}"
     );
     let summary = lake.read("reporting.site_summary");
-    assert_eq!((summary["version"].as_i64(), summary["txn_version"].as_i64()), (Some(0), Some(txn)));
+    assert_eq!(
+        (summary["version"].as_i64(), summary["txn_version"].as_i64()),
+        (Some(0), Some(txn))
+    );
 }
 
 #[test]
@@ -408,7 +432,10 @@ fn a_delta_append_rebuilds_the_models_that_read_it_with_source_change() {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
     );
-    let source_change = vec![("source_change".to_string(), Some("lims.results".to_string()))];
+    let source_change = vec![(
+        "source_change".to_string(),
+        Some("lims.results".to_string()),
+    )];
     assert_eq!(reasons(&plan, "lab.results_by_site"), source_change);
     assert_eq!(reasons(&plan, "lab.results_samples"), source_change);
     let d = detail(&plan, "lab.results_by_site");
@@ -440,7 +467,8 @@ fn a_delta_append_rebuilds_the_models_that_read_it_with_source_change() {
     );
     // Results per site now: oxford 3, cambridge 2, leeds 2, york 1 (york has no samples).
     assert_eq!(rows(&report, "lab.results_by_site"), Some(4));
-    assert_eq!(rows(&report, "lab.results_samples"), Some(3 * 2 + 2 * 1 + 2 * 1)); // 10
+    // 3×2 oxford + 2×1 cambridge + 2×1 leeds (york: no samples)
+    assert_eq!(rows(&report, "lab.results_samples"), Some(10));
     assert_eq!(rows(&report, "reporting.site_summary"), Some(3));
     assert_eq!(source_states(dir)["lims.results"], "delta:v1");
 
@@ -488,7 +516,9 @@ fn an_iceberg_snapshot_rebuilds_the_models_that_read_it_with_source_change() {
     let lake = lake();
     let dir = &lake.ws;
     let first = run_ok(dir);
-    let txn_by_site = lake.read("lab.results_by_site")["txn_version"].as_i64().unwrap();
+    let txn_by_site = lake.read("lab.results_by_site")["txn_version"]
+        .as_i64()
+        .unwrap();
 
     let appended = lake.iceberg("2");
     assert_eq!(appended["rows"], 6, "{appended}");
@@ -514,7 +544,10 @@ fn an_iceberg_snapshot_rebuilds_the_models_that_read_it_with_source_change() {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
     );
-    let source_change = vec![("source_change".to_string(), Some("lims.samples".to_string()))];
+    let source_change = vec![(
+        "source_change".to_string(),
+        Some("lims.samples".to_string()),
+    )];
     assert_eq!(reasons(&plan, "lab.samples_by_site"), source_change);
     assert_eq!(reasons(&plan, "lab.results_samples"), source_change);
     let d = detail(&plan, "lab.samples_by_site");
@@ -532,7 +565,8 @@ fn an_iceberg_snapshot_rebuilds_the_models_that_read_it_with_source_change() {
     assert_eq!(model(&report, "lab.results_by_site")["status"], "skipped");
     // Samples per site now: oxford 2, cambridge 2, leeds 1, york 1.
     assert_eq!(rows(&report, "lab.samples_by_site"), Some(4));
-    assert_eq!(rows(&report, "lab.results_samples"), Some(2 * 2 + 2 * 2 + 1)); // 9
+    // 2×2 oxford + 2×2 cambridge + 1×1 leeds
+    assert_eq!(rows(&report, "lab.results_samples"), Some(9));
     assert_eq!(rows(&report, "reporting.site_summary"), Some(3));
     assert_eq!(
         source_states(dir)["lims.samples"],
@@ -572,7 +606,8 @@ fn an_iceberg_snapshot_rebuilds_the_models_that_read_it_with_source_change() {
     lake.delta(2);
     let report = run_ok(dir);
     assert_eq!(model(&report, "lab.samples_by_site")["status"], "skipped");
-    assert_eq!(rows(&report, "lab.results_samples"), Some(3 * 2 + 2 * 2 + 2 * 1 + 1)); // 13
+    // 3×2 oxford + 2×2 cambridge + 2×1 leeds + 1×1 york
+    assert_eq!(rows(&report, "lab.results_samples"), Some(13));
     assert_eq!(
         data(&lake.read("reporting.site_summary")),
         sorted(json!([
@@ -627,7 +662,11 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
         "transforms/shop/orders_by_site.sql",
         "-- @table\nselect site, count(*) as n from raw.orders group by site\n",
     );
-    write(&ws, "transforms/shop/samples.sql", "-- @table\nselect * from raw.samples\n");
+    write(
+        &ws,
+        "transforms/shop/samples.sql",
+        "-- @table\nselect * from raw.samples\n",
+    );
     write(
         &ws,
         "transforms/shop/samples_pinned.sql",
@@ -641,8 +680,14 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
     let snapshot = first["snapshot_id"].as_i64().unwrap();
     let states = source_states(&ws);
     assert_eq!(states["raw.orders"], "delta:v0");
-    assert_eq!(states["raw.samples"], format!("iceberg:snapshot:{snapshot},schema:0"));
-    assert_eq!(states["raw.samples_pinned"], format!("iceberg:snapshot:{snapshot},schema:0"));
+    assert_eq!(
+        states["raw.samples"],
+        format!("iceberg:snapshot:{snapshot},schema:0")
+    );
+    assert_eq!(
+        states["raw.samples_pinned"],
+        format!("iceberg:snapshot:{snapshot},schema:0")
+    );
 
     delta("2");
     let second = iceberg("2");
@@ -656,7 +701,11 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
         reasons(&plan, "shop.samples"),
         [("source_change".to_string(), Some("raw.samples".to_string()))]
     );
-    assert_eq!(model(&plan, "shop.samples_pinned")["decision"], "skip", "{plan}");
+    assert_eq!(
+        model(&plan, "shop.samples_pinned")["decision"],
+        "skip",
+        "{plan}"
+    );
 
     let report = run_ok(&ws);
     assert_eq!(rows(&report, "shop.orders_by_site"), Some(4));
@@ -664,8 +713,14 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
     assert_eq!(model(&report, "shop.samples_pinned")["status"], "skipped");
     let states = source_states(&ws);
     assert_eq!(states["raw.orders"], "delta:v1");
-    assert_eq!(states["raw.samples"], format!("iceberg:snapshot:{new},schema:0"));
-    assert_eq!(states["raw.samples_pinned"], format!("iceberg:snapshot:{snapshot},schema:0"));
+    assert_eq!(
+        states["raw.samples"],
+        format!("iceberg:snapshot:{new},schema:0")
+    );
+    assert_eq!(
+        states["raw.samples_pinned"],
+        format!("iceberg:snapshot:{snapshot},schema:0")
+    );
     let samples = python(
         "read_delta.py",
         &[&ws.join(".phlo/warehouse/shop.samples")],
@@ -681,11 +736,20 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
 /// lacks. The state changes (`schema:1`), and reading the table's current state must give the
 /// current schema with the new column null for the old rows — what PyIceberg, Spark and Java
 /// Iceberg do.
+///
+/// Fails with iceberg 0.10.1 (the engine's reader): its default scan projects the current
+/// *snapshot's* schema (id 0) while the DataFusion provider declares the current schema (id 1),
+/// so every model reading the table fails ("Batch has 3 columns but BatchCoalescer expects 4").
+/// Upstream: apache/iceberg-rust#2905 / #2565.
 #[test]
 fn an_iceberg_schema_change_is_a_source_change_and_reads_the_current_schema() {
     let lake = lake();
     let dir = &lake.ws;
-    write(dir, "transforms/lab/samples_all.sql", "-- @table\nselect * from lims.samples\n");
+    write(
+        dir,
+        "transforms/lab/samples_all.sql",
+        "-- @table\nselect * from lims.samples\n",
+    );
     let first = run_ok(dir);
     assert_eq!(rows(&first, "lab.samples_all"), Some(4));
 
@@ -706,10 +770,17 @@ fn an_iceberg_schema_change_is_a_source_change_and_reads_the_current_schema() {
         d.contains(&format!("iceberg:snapshot:{snapshot},schema:1")),
         "{d}"
     );
-    for name in ["lab.samples_all", "lab.samples_by_site", "lab.results_samples"] {
+    for name in [
+        "lab.samples_all",
+        "lab.samples_by_site",
+        "lab.results_samples",
+    ] {
         assert_eq!(
             reasons(&plan, name),
-            [("source_change".to_string(), Some("lims.samples".to_string()))],
+            [(
+                "source_change".to_string(),
+                Some("lims.samples".to_string())
+            )],
             "{name}"
         );
     }
@@ -731,9 +802,16 @@ fn an_iceberg_schema_change_is_a_source_change_and_reads_the_current_schema() {
     );
     assert_eq!(rows(&report, "lab.samples_all"), Some(4));
     let all = lake.read("lab.samples_all");
-    assert_eq!(all["columns"], json!(["sample_id", "site", "passed", "note"]));
+    assert_eq!(
+        all["columns"],
+        json!(["sample_id", "site", "passed", "note"])
+    );
     assert!(
-        all["data"].as_array().unwrap().iter().all(|r| r[3].is_null()),
+        all["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r[3].is_null()),
         "{all}"
     );
     let notes = lake.read("lab.sample_notes");

@@ -81,3 +81,63 @@ fn an_unknown_dialect_is_a_config_error() {
     assert_eq!(d["code"], "C002");
     assert!(d["message"].as_str().unwrap().contains("oracle"), "{d}");
 }
+
+fn contract_workspace(contract: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "phlo.toml", contract);
+    write(
+        root,
+        "transforms/assay/assay_results.sql",
+        "-- @key experiment_id\nselect 'e1' as experiment_id, cast(nullif(1.5, 0) as double) as result, 2 as replicate\n",
+    );
+    dir
+}
+
+#[test]
+fn a_satisfied_enforced_contract_checks_clean_and_adds_not_null_tests() {
+    let ws = contract_workspace(
+        "[model.assay_results.contract]\nenforced = true\n\n[model.assay_results.columns.experiment_id]\ntype = \"VARCHAR\"\nnullable = false\n\n[model.assay_results.columns.result]\ntype = \"DOUBLE\"\nnullable = false\n\n[model.assay_results.columns.replicate]\ntype = \"bigint\"\n",
+    );
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ws.path().join(".phlo/transform/manifest.json")).unwrap()).unwrap();
+    let tests: Vec<&str> = manifest["tests"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tests.contains(&"assay.assay_results.not_null.result"), "{tests:?}");
+    assert_eq!(manifest["models"][0]["contract"]["enforced"], true);
+}
+
+#[test]
+fn contract_violations_are_k_errors_located_in_phlo_toml() {
+    let ws = contract_workspace(
+        "[model.\"assay.assay_results\".contract]\nenforced = true\n\n[model.\"assay.assay_results\".columns.experiment_id]\ntype = \"bigint\"\n\n[model.\"assay.assay_results\".columns.reslt]\ntype = \"double\"\n\n[model.\"assay.assay_results\".renames]\nresults = \"legacy_result\"\n",
+    );
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2);
+    let diags = out.json()["diagnostics"].clone();
+    let found: Vec<(String, u64)> = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["line"].as_u64().unwrap_or(0)))
+        .collect();
+    assert!(found.contains(&("K002".into(), 4)), "{found:?}"); // experiment_id is Utf8, not bigint
+    assert!(found.contains(&("K001".into(), 7)), "{found:?}"); // reslt does not exist
+    assert!(found.iter().filter(|(c, _)| c == "K003").count() == 2, "{found:?}"); // result, replicate undeclared
+    assert!(found.iter().any(|(c, _)| c == "K001") && found.len() == 5, "{found:?}"); // + the rename of a missing column
+    let typo = diags.as_array().unwrap().iter().find(|d| d["message"].as_str().unwrap().contains("reslt")).unwrap();
+    assert_eq!(typo["suggestions"], serde_json::json!(["result"]));
+}
+
+#[test]
+fn key_directives_must_name_real_columns() {
+    let ws = contract_workspace("");
+    let file = ws.path().join("transforms/assay/assay_results.sql");
+    let text = std::fs::read_to_string(&file).unwrap().replace("@key experiment_id", "@key experiment");
+    std::fs::write(&file, text).unwrap();
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!((d["code"].as_str(), d["line"].as_u64()), (Some("K004"), Some(1)));
+    assert_eq!(d["suggestions"], serde_json::json!(["experiment_id"]));
+}

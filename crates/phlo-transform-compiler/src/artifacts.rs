@@ -42,6 +42,7 @@ pub struct ModelEntry<'a> {
     pub tests: Vec<&'a str>,
     /// Inferred output schema (`{"status": "known", "columns": [...]}` or unknown with reason).
     pub schema: Option<&'a crate::ModelSchema>,
+    pub contract: Option<&'a crate::contracts::Contract>,
     pub has_errors: bool,
 }
 
@@ -113,6 +114,7 @@ impl Compilation {
                         .map(|t| t.name.as_str())
                         .collect(),
                     schema: m.schema.as_ref(),
+                    contract: self.contracts.get(&i),
                     has_errors: m.has_errors,
                 }
             })

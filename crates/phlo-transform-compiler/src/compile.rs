@@ -17,6 +17,7 @@ use crate::catalog::CatalogSnapshot;
 use crate::graph::ModelGraph;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
+use crate::contracts::{self, Contract};
 use crate::typing::{self, ModelSchema};
 use datafusion::logical_expr::LogicalPlan;
 use std::sync::Arc;
@@ -70,6 +71,8 @@ pub struct Compilation {
     /// Deterministic topological order of the models not caught in a cycle.
     pub order: Vec<usize>,
     pub tests: Vec<CompiledTest>,
+    /// Declared contracts by model index.
+    pub contracts: BTreeMap<usize, Contract>,
     pub diagnostics: Diagnostics,
 }
 
@@ -82,12 +85,12 @@ impl Compilation {
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let resolver = Resolver::new(&workspace);
-        let dialect = default_dialect();
+        let sql_dialect = default_dialect();
 
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
         let mut edges = Vec::new();
         for (index, file) in workspace.models.iter().enumerate() {
-            let (model, diags) = compile_model(index, file, &workspace, &resolver, &dialect);
+            let (model, diags) = compile_model(index, file, &workspace, &resolver, &sql_dialect);
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -111,9 +114,11 @@ impl Compilation {
             }
         }
         let order = graph.topological_order();
-        typing::infer(&mut models, &order, &catalog, &workspace, &mut diagnostics);
+        let dialect = typing::load_dialect(&workspace, &mut diagnostics);
+        typing::infer(&mut models, &order, &catalog, &workspace, &dialect, &mut diagnostics);
+        let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         compute_versions(&mut models, &order, &workspace, &catalog);
-        let tests = compile_tests(&models, &workspace, &resolver, &dialect, &mut diagnostics);
+        let tests = compile_tests(&models, &workspace, &contracts, &resolver, &sql_dialect, &mut diagnostics);
         for m in models
             .iter()
             .filter(|m| m.materialization == Materialization::Incremental)
@@ -133,6 +138,7 @@ impl Compilation {
             graph,
             order,
             tests,
+            contracts,
             diagnostics,
         }
     }
@@ -365,6 +371,7 @@ fn compute_versions(
 fn compile_tests(
     models: &[CompiledModel],
     ws: &Workspace,
+    contracts: &BTreeMap<usize, Contract>,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
     diagnostics: &mut Diagnostics,
@@ -384,11 +391,19 @@ fn compile_tests(
                 .iter()
                 .filter(|c| !key.contains(c)),
         );
-        kinds.extend(
-            not_null
-                .into_iter()
-                .map(|c| TestKind::NotNull { column: c.clone() }),
-        );
+        // Contract columns declared non-null that the plan cannot prove non-null.
+        let columns = model.schema.as_ref().and_then(ModelSchema::columns).unwrap_or_default();
+        let declared_not_null = contracts
+            .get(&index)
+            .into_iter()
+            .flat_map(|c| &c.columns)
+            .filter(|c| c.nullable == Some(false) && columns.iter().any(|col| col.name == c.name && col.nullable));
+        for c in declared_not_null {
+            if !not_null.contains(&&c.name) {
+                not_null.push(&c.name);
+            }
+        }
+        kinds.extend(not_null.into_iter().map(|c| TestKind::NotNull { column: c.clone() }));
         if !key.is_empty() {
             kinds.push(TestKind::Unique {
                 columns: key.clone(),

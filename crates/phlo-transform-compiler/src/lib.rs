@@ -5,6 +5,7 @@
 pub mod artifacts;
 pub mod catalog;
 pub mod compile;
+pub mod contracts;
 pub mod dialect;
 pub mod graph;
 pub mod resolve;

@@ -34,6 +34,8 @@ pub struct Column {
     pub data_type: String,
     /// False only where the plan proves the column cannot be null.
     pub nullable: bool,
+    #[serde(skip)]
+    pub arrow_type: datafusion::arrow::datatypes::DataType,
 }
 
 /// A model's inferred schema.
@@ -55,7 +57,12 @@ impl ModelSchema {
         let columns = arrow
             .fields()
             .iter()
-            .map(|f| Column { name: f.name().clone(), data_type: f.data_type().to_string(), nullable: f.is_nullable() })
+            .map(|f| Column {
+                name: f.name().clone(),
+                data_type: f.data_type().to_string(),
+                nullable: f.is_nullable(),
+                arrow_type: f.data_type().clone(),
+            })
             .collect();
         ModelSchema::Known { columns, arrow }
     }
@@ -83,6 +90,20 @@ fn register(ctx: &SessionContext, name: &str, schema: SchemaRef) {
     let _ = ctx.register_table(table, Arc::new(EmptyTable::new(schema)));
 }
 
+/// The dialect `[transform] dialect` names (an unknown name is C002, and the local engine's
+/// own functions are used instead).
+pub(crate) fn load_dialect(workspace: &Workspace, diagnostics: &mut Diagnostics) -> Dialect {
+    let name = workspace.config.transform.dialect.as_deref().unwrap_or("datafusion");
+    Dialect::builtin(name).unwrap_or_else(|reason| {
+        diagnostics.push(
+            Diagnostic::error(codes::INVALID_CONFIG, format!("[transform] dialect: {reason}"))
+                .in_file("phlo.toml")
+                .with_help(format!("set `dialect` to one of: {}", known_dialects().join(", "))),
+        );
+        Dialect::builtin("datafusion").expect("the local engine's dialect always loads")
+    })
+}
+
 /// Types every model without errors, in `order`. Planning errors become diagnostics and mark
 /// the model as erroneous.
 pub(crate) fn infer(
@@ -90,18 +111,11 @@ pub(crate) fn infer(
     order: &[usize],
     catalog: &CatalogSnapshot,
     workspace: &Workspace,
+    dialect: &Dialect,
     diagnostics: &mut Diagnostics,
 ) {
     let ctx = typing_session();
-    let name = workspace.config.transform.dialect.as_deref().unwrap_or("datafusion");
-    match Dialect::builtin(name) {
-        Ok(dialect) => dialect.register(&ctx),
-        Err(reason) => diagnostics.push(
-            Diagnostic::error(codes::INVALID_CONFIG, format!("[transform] dialect: {reason}"))
-                .in_file("phlo.toml")
-                .with_help(format!("set `dialect` to one of: {}", known_dialects().join(", "))),
-        ),
-    }
+    dialect.register(&ctx);
     for (name, state) in &catalog.sources {
         if let SourceSchema::Known(schema) = &state.schema {
             register(&ctx, name, schema.clone());

@@ -38,6 +38,7 @@ pub mod codes {
     pub const INVALID_CONFIG: Code = Code("C002");
     pub const INVALID_GLOB: Code = Code("C003");
     pub const INVALID_SOURCE: Code = Code("C004");
+    pub const UNKNOWN_CONTRACT_MODEL: Code = Code("C005");
     // PARSE
     pub const SYNTAX_ERROR: Code = Code("S001");
     pub const NOT_A_QUERY: Code = Code("S002");
@@ -58,6 +59,12 @@ pub mod codes {
     pub const UNTYPEABLE: Code = Code("T009");
     // GRAPH
     pub const CYCLE: Code = Code("G001");
+    // CONTRACT
+    pub const CONTRACT_MISSING_COLUMN: Code = Code("K001");
+    pub const CONTRACT_TYPE_MISMATCH: Code = Code("K002");
+    pub const CONTRACT_EXTRA_COLUMN: Code = Code("K003");
+    pub const CONTRACT_UNKNOWN_COLUMN: Code = Code("K004");
+    pub const CONTRACT_UNCHECKED: Code = Code("K005");
     // PLAN
     pub const INCREMENTAL_AS_TABLE: Code = Code("L001");
     // ADAPTER

@@ -19,6 +19,40 @@ pub struct WorkspaceConfig {
     pub source: BTreeMap<String, SourceSection>,
     #[serde(default)]
     pub vars: BTreeMap<String, toml::Value>,
+    /// `[model."assay.results"]`: contracts and renames (SPEC §31). The key is a model name
+    /// or a unique suffix of one.
+    #[serde(default)]
+    pub model: BTreeMap<String, ModelSection>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    pub contract: Option<ContractSection>,
+    /// Declared columns, in order.
+    #[serde(default)]
+    pub columns: toml::Table,
+    /// `new_name = "old_name"`: a column renamed, so diffs classify it as a named rename.
+    #[serde(default)]
+    pub renames: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractSection {
+    /// When true, the model's columns must be exactly the declared ones.
+    #[serde(default)]
+    pub enforced: bool,
+}
+
+/// `[model."x".columns.c]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnSection {
+    #[serde(rename = "type")]
+    pub data_type: Option<String>,
+    pub nullable: Option<bool>,
+    pub description: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
