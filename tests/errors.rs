@@ -95,7 +95,12 @@ fn type_errors_are_all_reported_with_their_codes_and_downstream_is_not_blamed() 
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| (d["file"].as_str().unwrap().to_string(), d["code"].as_str().unwrap().to_string()))
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["code"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     got.sort();
     let want: Vec<(String, String)> = [
@@ -108,20 +113,45 @@ fn type_errors_are_all_reported_with_their_codes_and_downstream_is_not_blamed() 
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     assert_eq!(got, want);
-    let typo = report["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "T001").unwrap();
-    assert_eq!((typo["line"].as_u64(), typo["column"].as_u64()), (Some(2), Some(8)));
+    let typo = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "T001")
+        .unwrap();
+    assert_eq!(
+        (typo["line"].as_u64(), typo["column"].as_u64()),
+        (Some(2), Some(8))
+    );
 }
 
 #[test]
 fn inspect_shows_inferred_column_types() {
-    let out = run(&testdata("mvp"), &["inspect", "reporting.monthly", "--json"]);
+    let out = run(
+        &testdata("mvp"),
+        &["inspect", "reporting.monthly", "--json"],
+    );
     let schema = &out.json()["schema"];
     assert_eq!(schema["status"], "known");
     let cols: Vec<String> = schema["columns"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| format!("{}:{}", c["name"].as_str().unwrap(), c["type"].as_str().unwrap()))
+        .map(|c| {
+            format!(
+                "{}:{}",
+                c["name"].as_str().unwrap(),
+                c["type"].as_str().unwrap()
+            )
+        })
         .collect();
-    assert_eq!(cols, ["experiment_id:Utf8", "sample_id:Utf8", "site:Utf8", "result:Float64"]);
+    assert_eq!(
+        cols,
+        [
+            "experiment_id:Utf8",
+            "sample_id:Utf8",
+            "site:Utf8",
+            "result:Float64"
+        ]
+    );
 }

@@ -198,3 +198,51 @@ fn a_failing_model_keeps_earlier_materialisations_and_is_recorded() {
     let test = run(dir, &["test", "--json"]);
     assert_eq!(test.code, 0, "{}", test.stdout);
 }
+
+#[test]
+fn plan_says_whether_an_edit_is_text_only_ast_level_or_semantic() {
+    let ws = workspace("mvp");
+    let dir = ws.path();
+    assert_eq!(run(dir, &["run"]).code, 0);
+    let results = dir.join("workflows/assay/transforms/results.sql");
+    let model = |plan: &serde_json::Value| {
+        plan["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "assay.results")
+            .unwrap()
+            .clone()
+    };
+
+    std::fs::write(&results, "-- reformatted\nSELECT *\n  FROM assay.raw\n").unwrap();
+    let m = model(&run(dir, &["plan", "--json"]).json());
+    assert_eq!(
+        (m["decision"].as_str(), m["sql_change"].as_str()),
+        (Some("skip"), Some("text"))
+    );
+    assert!(m["reasons"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("formatting or comments only"));
+
+    // `SELECT *` and the same explicit column list plan identically.
+    std::fs::write(
+        &results,
+        "select experiment_id, sample_id, site, result from assay.raw\n",
+    )
+    .unwrap();
+    let m = model(&run(dir, &["plan", "--json"]).json());
+    assert_eq!(
+        (m["decision"].as_str(), m["sql_change"].as_str()),
+        (Some("build"), Some("ast"))
+    );
+    assert_eq!(m["reasons"][0]["kind"], "sql_ast_change");
+
+    std::fs::write(&results, "select experiment_id, result from assay.raw\n").unwrap();
+    let m = model(&run(dir, &["plan", "--json"]).json());
+    assert_eq!(
+        (m["sql_change"].as_str(), m["reasons"][0]["kind"].as_str()),
+        (Some("semantic"), Some("sql_semantic_change"))
+    );
+}

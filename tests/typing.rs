@@ -16,7 +16,11 @@ fn workspace(phlo_toml: &str) -> tempfile::TempDir {
     let root = dir.path();
     write(root, "phlo.toml", &format!("{phlo_toml}\n[source.\"lims.events\".columns]\nid = \"bigint\"\nstarted = \"timestamp\"\nfinished = \"timestamp\"\npayload = \"varchar\"\n"));
     write(root, "transforms/lab/durations.sql", "select id, date_diff('day', started, finished) as days,\n       json_extract_scalar(payload, '$.site') as site\nfrom lims.events\n");
-    write(root, "transforms/lab/summary.sql", "select site, sum(days) as total_days from lab.durations group by site\n");
+    write(
+        root,
+        "transforms/lab/summary.sql",
+        "select site, sum(days) as total_days from lab.durations group by site\n",
+    );
     dir
 }
 
@@ -30,7 +34,18 @@ fn trino_functions_type_check_under_the_trino_dialect() {
     let out = run(ws.path(), &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let schema = columns(ws.path(), "lab.durations");
-    let types: Vec<String> = schema["columns"].as_array().unwrap().iter().map(|c| format!("{}:{}", c["name"].as_str().unwrap(), c["type"].as_str().unwrap())).collect();
+    let types: Vec<String> = schema["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}",
+                c["name"].as_str().unwrap(),
+                c["type"].as_str().unwrap()
+            )
+        })
+        .collect();
     assert_eq!(types, ["id:Int64", "days:Int64", "site:Utf8"]);
     let summary = columns(ws.path(), "lab.summary");
     assert_eq!(summary["columns"][1]["type"], "Int64");
@@ -43,7 +58,10 @@ fn without_the_dialect_the_same_functions_are_unknown() {
     assert_eq!(out.code, 2);
     let diags = out.json()["diagnostics"].clone();
     assert_eq!(diags[0]["code"], "T005", "{diags}");
-    assert_eq!((diags[0]["line"].as_u64(), diags[0]["column"].as_u64()), (Some(1), Some(12)));
+    assert_eq!(
+        (diags[0]["line"].as_u64(), diags[0]["column"].as_u64()),
+        (Some(1), Some(12))
+    );
 }
 
 #[test]
@@ -57,7 +75,10 @@ fn baseline_turns_untypeable_constructs_into_warnings_and_unknown_schemas() {
     assert_eq!(columns(ws.path(), "lab.durations")["status"], "unknown");
     let downstream = columns(ws.path(), "lab.summary");
     assert_eq!(downstream["status"], "unknown");
-    assert_eq!(downstream["reason"], "upstream lab.durations has an unknown schema");
+    assert_eq!(
+        downstream["reason"],
+        "upstream lab.durations has an unknown schema"
+    );
 }
 
 #[test]
@@ -69,7 +90,10 @@ fn a_model_can_turn_analysis_off() {
     let out = run(ws.path(), &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(out.json()["diagnostics"].as_array().unwrap().len(), 0);
-    assert_eq!(columns(ws.path(), "lab.durations")["reason"], "analysis is off for this model");
+    assert_eq!(
+        columns(ws.path(), "lab.durations")["reason"],
+        "analysis is off for this model"
+    );
 }
 
 #[test]
@@ -101,9 +125,20 @@ fn a_satisfied_enforced_contract_checks_clean_and_adds_not_null_tests() {
     );
     let out = run(ws.path(), &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ws.path().join(".phlo/transform/manifest.json")).unwrap()).unwrap();
-    let tests: Vec<&str> = manifest["tests"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(tests.contains(&"assay.assay_results.not_null.result"), "{tests:?}");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.path().join(".phlo/transform/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let tests: Vec<&str> = manifest["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tests.contains(&"assay.assay_results.not_null.result"),
+        "{tests:?}"
+    );
     assert_eq!(manifest["models"][0]["contract"]["enforced"], true);
 }
 
@@ -119,13 +154,29 @@ fn contract_violations_are_k_errors_located_in_phlo_toml() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| (d["code"].as_str().unwrap().to_string(), d["line"].as_u64().unwrap_or(0)))
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap_or(0),
+            )
+        })
         .collect();
     assert!(found.contains(&("K002".into(), 4)), "{found:?}"); // experiment_id is Utf8, not bigint
     assert!(found.contains(&("K001".into(), 7)), "{found:?}"); // reslt does not exist
-    assert!(found.iter().filter(|(c, _)| c == "K003").count() == 2, "{found:?}"); // result, replicate undeclared
-    assert!(found.iter().any(|(c, _)| c == "K001") && found.len() == 5, "{found:?}"); // + the rename of a missing column
-    let typo = diags.as_array().unwrap().iter().find(|d| d["message"].as_str().unwrap().contains("reslt")).unwrap();
+    assert!(
+        found.iter().filter(|(c, _)| c == "K003").count() == 2,
+        "{found:?}"
+    ); // result, replicate undeclared
+    assert!(
+        found.iter().any(|(c, _)| c == "K001") && found.len() == 5,
+        "{found:?}"
+    ); // + the rename of a missing column
+    let typo = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("reslt"))
+        .unwrap();
     assert_eq!(typo["suggestions"], serde_json::json!(["result"]));
 }
 
@@ -133,11 +184,16 @@ fn contract_violations_are_k_errors_located_in_phlo_toml() {
 fn key_directives_must_name_real_columns() {
     let ws = contract_workspace("");
     let file = ws.path().join("transforms/assay/assay_results.sql");
-    let text = std::fs::read_to_string(&file).unwrap().replace("@key experiment_id", "@key experiment");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("@key experiment_id", "@key experiment");
     std::fs::write(&file, text).unwrap();
     let out = run(ws.path(), &["check", "--json"]);
     assert_eq!(out.code, 2);
     let d = &out.json()["diagnostics"][0];
-    assert_eq!((d["code"].as_str(), d["line"].as_u64()), (Some("K004"), Some(1)));
+    assert_eq!(
+        (d["code"].as_str(), d["line"].as_u64()),
+        (Some("K004"), Some(1))
+    );
     assert_eq!(d["suggestions"], serde_json::json!(["experiment_id"]));
 }

@@ -184,6 +184,15 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         (Some(d), Some(r)) if *d == r.version => "current",
         _ => "changed",
     };
+    let sql_change = match (&recorded, &m.version) {
+        (Some(r), Some(v)) => Some(phlo_transform_compiler::SqlChange::classify(
+            r.text_hash.as_deref(),
+            &r.sql_hash,
+            r.plan_hash.as_deref(),
+            v,
+        )),
+        _ => None,
+    };
     let used_by: Vec<&str> = c
         .graph
         .downstream(i)
@@ -209,7 +218,7 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
                 "namespace": file.namespace, "materialization": m.materialization,
                 "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
                 "config": file.config, "directives": file.directives, "schema": m.schema,
-                "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status,
+                "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status, "sql_change": sql_change,
                            "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
                 "diagnostics": diags,
             })
@@ -242,10 +251,17 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
             println!("\nColumns:");
             let width = columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
             for col in columns {
-                println!("  {:<width$}  {}{}", col.name, col.data_type, if col.nullable { "" } else { " NOT NULL" });
+                println!(
+                    "  {:<width$}  {}{}",
+                    col.name,
+                    col.data_type,
+                    if col.nullable { "" } else { " NOT NULL" }
+                );
             }
         }
-        Some(phlo_transform_compiler::ModelSchema::Unknown { reason }) => println!("\nColumns: unknown ({reason})"),
+        Some(phlo_transform_compiler::ModelSchema::Unknown { reason }) => {
+            println!("\nColumns: unknown ({reason})")
+        }
         None => println!("\nColumns: not inferred (the model or an upstream has errors)"),
     }
     let deps = c.dependencies(i);
@@ -283,6 +299,15 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         short(recorded.as_ref().map(|r| &r.version))
     );
     println!("  status: {status}");
+    if let Some(change) = sql_change {
+        let text = match change {
+            phlo_transform_compiler::SqlChange::None => "none",
+            phlo_transform_compiler::SqlChange::Text => "text only (formatting or comments)",
+            phlo_transform_compiler::SqlChange::Ast => "AST only (same logical plan)",
+            phlo_transform_compiler::SqlChange::Semantic => "semantic",
+        };
+        println!("  SQL change: {text}");
+    }
     EXIT_OK
 }
 

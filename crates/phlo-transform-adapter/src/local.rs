@@ -358,24 +358,34 @@ async fn open_delta_provider(
 /// scan (apache/iceberg-rust#2905, fix pending upstream). The current snapshot is therefore
 /// pointed at the current schema in memory: data files written before the column was added
 /// read it as null, as Iceberg's schema evolution specifies.
-async fn open_iceberg_provider(metadata: &Path, name: &str) -> Result<Arc<dyn TableProvider>, String> {
+async fn open_iceberg_provider(
+    metadata: &Path,
+    name: &str,
+) -> Result<Arc<dyn TableProvider>, String> {
     use iceberg::io::FileIO;
     use iceberg::spec::TableMetadata;
     use iceberg::table::Table;
     use iceberg::{Runtime, TableIdent};
     let absolute = metadata.canonicalize().map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&absolute).map_err(|e| e.to_string())?;
-    let mut doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
     let current_schema = doc.get("current-schema-id").cloned();
     let current_snapshot = doc.get("current-snapshot-id").cloned();
-    if let (Some(schema), Some(snapshot), Some(snapshots)) =
-        (current_schema, current_snapshot, doc.get_mut("snapshots").and_then(|s| s.as_array_mut()))
-    {
-        for s in snapshots.iter_mut().filter(|s| s.get("snapshot-id") == Some(&snapshot)) {
+    if let (Some(schema), Some(snapshot), Some(snapshots)) = (
+        current_schema,
+        current_snapshot,
+        doc.get_mut("snapshots").and_then(|s| s.as_array_mut()),
+    ) {
+        for s in snapshots
+            .iter_mut()
+            .filter(|s| s.get("snapshot-id") == Some(&snapshot))
+        {
             s["schema-id"] = schema.clone();
         }
     }
-    let md: TableMetadata = serde_json::from_value(doc).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    let md: TableMetadata =
+        serde_json::from_value(doc).map_err(|e| format!("invalid metadata.json: {e}"))?;
     let table = Table::builder()
         .metadata(md)
         .metadata_location(format!("file://{}", absolute.display()))

@@ -14,14 +14,14 @@ use phlo_transform_sql::{
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::CatalogSnapshot;
+use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
-use crate::contracts::{self, Contract};
 use crate::typing::{self, ModelSchema};
+use crate::version::{plan_fingerprint, Fingerprints, ModelVersion};
 use datafusion::logical_expr::LogicalPlan;
 use std::sync::Arc;
-use crate::version::ModelVersion;
 
 /// A relation as written and what it resolved to (`None`: unresolved, already reported).
 #[derive(Clone, Debug)]
@@ -115,10 +115,24 @@ impl Compilation {
         }
         let order = graph.topological_order();
         let dialect = typing::load_dialect(&workspace, &mut diagnostics);
-        typing::infer(&mut models, &order, &catalog, &workspace, &dialect, &mut diagnostics);
+        typing::infer(
+            &mut models,
+            &order,
+            &catalog,
+            &workspace,
+            &dialect,
+            &mut diagnostics,
+        );
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         compute_versions(&mut models, &order, &workspace, &catalog);
-        let tests = compile_tests(&models, &workspace, &contracts, &resolver, &sql_dialect, &mut diagnostics);
+        let tests = compile_tests(
+            &models,
+            &workspace,
+            &contracts,
+            &resolver,
+            &sql_dialect,
+            &mut diagnostics,
+        );
         for m in models
             .iter()
             .filter(|m| m.materialization == Materialization::Incremental)
@@ -170,17 +184,29 @@ impl Compilation {
 
     /// The model's query with relations replaced by physical names (`physical` names a model
     /// index or source) and ephemeral models inlined as derived tables, nested chains included.
-    pub fn executable_query(&self, index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    pub fn executable_query(
+        &self,
+        index: usize,
+        physical: &dyn Fn(&Target) -> String,
+    ) -> Option<Query> {
         executable_query(&self.models, index, physical)
     }
 
     /// A test's violation query, rewritten like a model's.
-    pub fn executable_test_query(&self, test: &CompiledTest, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+    pub fn executable_test_query(
+        &self,
+        test: &CompiledTest,
+        physical: &dyn Fn(&Target) -> String,
+    ) -> Option<Query> {
         rewrite(&self.models, &test.query, &test.relations, physical)
     }
 }
 
-pub(crate) fn executable_query(models: &[CompiledModel], index: usize, physical: &dyn Fn(&Target) -> String) -> Option<Query> {
+pub(crate) fn executable_query(
+    models: &[CompiledModel],
+    index: usize,
+    physical: &dyn Fn(&Target) -> String,
+) -> Option<Query> {
     let m = &models[index];
     rewrite(models, m.query.as_deref()?, &m.relations, physical)
 }
@@ -194,7 +220,11 @@ fn rewrite(
     let mut q = query.clone();
     let mut failed = false;
     rewrite_relations(&mut q, |parts| {
-        let target = relations.iter().find(|r| r.relation.parts == parts)?.target.as_ref()?;
+        let target = relations
+            .iter()
+            .find(|r| r.relation.parts == parts)?
+            .target
+            .as_ref()?;
         match target {
             Target::Model(i) if models[*i].materialization == Materialization::Ephemeral => {
                 match executable_query(models, *i, physical) {
@@ -359,11 +389,19 @@ fn compute_versions(
                 Target::Source(s) => format!("source:{s}"),
             })
         });
+        let fingerprints = Fingerprints {
+            text: phlo_transform_core::hash::sha256_hex(&ws.models[i].text),
+            plan: models[i]
+                .plan
+                .as_ref()
+                .map(|p| plan_fingerprint(&p.display_indent_schema().to_string())),
+        };
         models[i].version = Some(ModelVersion::compute(
             &canonical,
             &ws.models[i].config,
             upstream,
             sources,
+            fingerprints,
         ));
     }
 }
@@ -392,18 +430,29 @@ fn compile_tests(
                 .filter(|c| !key.contains(c)),
         );
         // Contract columns declared non-null that the plan cannot prove non-null.
-        let columns = model.schema.as_ref().and_then(ModelSchema::columns).unwrap_or_default();
+        let columns = model
+            .schema
+            .as_ref()
+            .and_then(ModelSchema::columns)
+            .unwrap_or_default();
         let declared_not_null = contracts
             .get(&index)
             .into_iter()
             .flat_map(|c| &c.columns)
-            .filter(|c| c.nullable == Some(false) && columns.iter().any(|col| col.name == c.name && col.nullable));
+            .filter(|c| {
+                c.nullable == Some(false)
+                    && columns.iter().any(|col| col.name == c.name && col.nullable)
+            });
         for c in declared_not_null {
             if !not_null.contains(&&c.name) {
                 not_null.push(&c.name);
             }
         }
-        kinds.extend(not_null.into_iter().map(|c| TestKind::NotNull { column: c.clone() }));
+        kinds.extend(
+            not_null
+                .into_iter()
+                .map(|c| TestKind::NotNull { column: c.clone() }),
+        );
         if !key.is_empty() {
             kinds.push(TestKind::Unique {
                 columns: key.clone(),

@@ -35,12 +35,17 @@ pub struct ContractColumn {
 /// The line of `[model.<key>.columns.<column>]` (or of `[model.<key>…]`) in phlo.toml.
 fn locate(text: &str, key: &str, column: Option<&str>) -> Option<usize> {
     let quoted = format!("\"{key}\"");
-    text.lines().position(|l| {
-        let l = l.trim();
-        let names_model = l.starts_with("[model.") && (l.contains(&quoted) || l.contains(&format!("model.{key}")));
-        names_model && column.is_none_or(|c| l.contains(&format!("columns.{c}")) || l.contains(&format!("columns.\"{c}\"")))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let l = l.trim();
+            let names_model = l.starts_with("[model.")
+                && (l.contains(&quoted) || l.contains(&format!("model.{key}")));
+            names_model
+                && column.is_none_or(|c| {
+                    l.contains(&format!("columns.{c}")) || l.contains(&format!("columns.\"{c}\""))
+                })
+        })
+        .map(|i| i + 1)
 }
 
 fn at(d: Diagnostic, text: &str, key: &str, column: Option<&str>) -> Diagnostic {
@@ -64,7 +69,11 @@ pub(crate) fn check(
         let matches: Vec<usize> = models
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.name.as_str() == key || m.name.ends_with_segments(key) || m.name.as_str().replace('.', "_") == *key)
+            .filter(|(_, m)| {
+                m.name.as_str() == key
+                    || m.name.ends_with_segments(key)
+                    || m.name.as_str().replace('.', "_") == *key
+            })
             .map(|(i, _)| i)
             .collect();
         let index = match matches.as_slice() {
@@ -72,18 +81,34 @@ pub(crate) fn check(
             [] => {
                 let names = models.iter().map(|m| m.name.as_str());
                 diagnostics.push(
-                    at(Diagnostic::error(codes::UNKNOWN_CONTRACT_MODEL, format!("[model.{key}] names no model")), &text, key, None)
-                        .with_suggestions(did_you_mean(key, names))
-                        .with_help("use the model's full name, e.g. [model.\"assay.results\"]"),
+                    at(
+                        Diagnostic::error(
+                            codes::UNKNOWN_CONTRACT_MODEL,
+                            format!("[model.{key}] names no model"),
+                        ),
+                        &text,
+                        key,
+                        None,
+                    )
+                    .with_suggestions(did_you_mean(key, names))
+                    .with_help("use the model's full name, e.g. [model.\"assay.results\"]"),
                 );
                 continue;
             }
             many => {
                 let names: Vec<String> = many.iter().map(|&i| models[i].name.to_string()).collect();
                 diagnostics.push(
-                    at(Diagnostic::error(codes::UNKNOWN_CONTRACT_MODEL, format!("[model.{key}] matches several models")), &text, key, None)
-                        .with_suggestions(names)
-                        .with_help("use the model's full name"),
+                    at(
+                        Diagnostic::error(
+                            codes::UNKNOWN_CONTRACT_MODEL,
+                            format!("[model.{key}] matches several models"),
+                        ),
+                        &text,
+                        key,
+                        None,
+                    )
+                    .with_suggestions(names)
+                    .with_help("use the model's full name"),
                 );
                 continue;
             }
@@ -97,18 +122,29 @@ pub(crate) fn check(
     }
     // @key / @not-null name real columns, whatever the contract says.
     for (i, m) in models.iter().enumerate() {
-        let Some(columns) = m.schema.as_ref().and_then(ModelSchema::columns) else { continue };
+        let Some(columns) = m.schema.as_ref().and_then(ModelSchema::columns) else {
+            continue;
+        };
         let file = &ws.models[i];
         let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-        for (directive, at_line) in [("@key", &file.directives.key), ("@not-null", &file.directives.not_null)] {
+        for (directive, at_line) in [
+            ("@key", &file.directives.key),
+            ("@not-null", &file.directives.not_null),
+        ] {
             let Some(list) = at_line else { continue };
             for col in list.value.iter().filter(|c| !names.contains(&c.as_str())) {
                 diagnostics.push(
-                    Diagnostic::error(codes::CONTRACT_UNKNOWN_COLUMN, format!("{directive} names `{col}`, which `{}` does not produce", m.name))
-                        .in_file(&m.path)
-                        .at(list.line, 1)
-                        .with_suggestions(did_you_mean(col, names.iter().copied()))
-                        .with_help(format!("the model's columns are: {}", names.join(", "))),
+                    Diagnostic::error(
+                        codes::CONTRACT_UNKNOWN_COLUMN,
+                        format!(
+                            "{directive} names `{col}`, which `{}` does not produce",
+                            m.name
+                        ),
+                    )
+                    .in_file(&m.path)
+                    .at(list.line, 1)
+                    .with_suggestions(did_you_mean(col, names.iter().copied()))
+                    .with_help(format!("the model's columns are: {}", names.join(", "))),
                 );
             }
         }
@@ -116,21 +152,43 @@ pub(crate) fn check(
     out
 }
 
-fn resolve(key: &str, section: &ModelSection, text: &str, diagnostics: &mut Diagnostics) -> Option<Contract> {
+fn resolve(
+    key: &str,
+    section: &ModelSection,
+    text: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<Contract> {
     let mut columns = Vec::new();
     for (name, value) in &section.columns {
         match value.clone().try_into::<ColumnSection>() {
-            Ok(c) => columns.push(ContractColumn { name: name.to_lowercase(), data_type: c.data_type, nullable: c.nullable, description: c.description }),
+            Ok(c) => columns.push(ContractColumn {
+                name: name.to_lowercase(),
+                data_type: c.data_type,
+                nullable: c.nullable,
+                description: c.description,
+            }),
             Err(e) => {
                 diagnostics.push(
-                    at(Diagnostic::error(codes::INVALID_CONFIG, format!("[model.{key}.columns.{name}]: {}", e.message())), text, key, Some(name))
-                        .with_help("a column accepts `type`, `nullable` and `description`"),
+                    at(
+                        Diagnostic::error(
+                            codes::INVALID_CONFIG,
+                            format!("[model.{key}.columns.{name}]: {}", e.message()),
+                        ),
+                        text,
+                        key,
+                        Some(name),
+                    )
+                    .with_help("a column accepts `type`, `nullable` and `description`"),
                 );
                 return None;
             }
         }
     }
-    Some(Contract { enforced: section.contract.as_ref().is_some_and(|c| c.enforced), columns, renames: section.renames.clone() })
+    Some(Contract {
+        enforced: section.contract.as_ref().is_some_and(|c| c.enforced),
+        columns,
+        renames: section.renames.clone(),
+    })
 }
 
 fn check_model(
@@ -157,9 +215,20 @@ fn check_model(
     for col in &contract.columns {
         let Some(actual) = columns.iter().find(|c| c.name == col.name) else {
             errors.push(
-                at(Diagnostic::error(codes::CONTRACT_MISSING_COLUMN, format!("contract of `{name}` declares `{}`, which the model does not produce", col.name)), text, key, Some(&col.name))
-                    .with_suggestions(did_you_mean(&col.name, inferred.iter().copied()))
-                    .with_help(format!("the model's columns are: {}", inferred.join(", "))),
+                at(
+                    Diagnostic::error(
+                        codes::CONTRACT_MISSING_COLUMN,
+                        format!(
+                            "contract of `{name}` declares `{}`, which the model does not produce",
+                            col.name
+                        ),
+                    ),
+                    text,
+                    key,
+                    Some(&col.name),
+                )
+                .with_suggestions(did_you_mean(&col.name, inferred.iter().copied()))
+                .with_help(format!("the model's columns are: {}", inferred.join(", "))),
             );
             continue;
         };
@@ -190,19 +259,44 @@ fn check_model(
         }
     }
     if contract.enforced {
-        for c in columns.iter().filter(|c| !contract.columns.iter().any(|d| d.name == c.name)) {
+        for c in columns
+            .iter()
+            .filter(|c| !contract.columns.iter().any(|d| d.name == c.name))
+        {
             errors.push(
-                at(Diagnostic::error(codes::CONTRACT_EXTRA_COLUMN, format!("`{name}` produces `{}`, which its enforced contract does not declare", c.name)), text, key, None)
-                    .with_help(format!("declare [model.\"{name}\".columns.{}] or remove the column", c.name)),
+                at(
+                    Diagnostic::error(
+                        codes::CONTRACT_EXTRA_COLUMN,
+                        format!(
+                            "`{name}` produces `{}`, which its enforced contract does not declare",
+                            c.name
+                        ),
+                    ),
+                    text,
+                    key,
+                    None,
+                )
+                .with_help(format!(
+                    "declare [model.\"{name}\".columns.{}] or remove the column",
+                    c.name
+                )),
             );
         }
     }
     for (new, old) in &contract.renames {
         if !inferred.contains(&new.as_str()) {
             errors.push(
-                at(Diagnostic::error(codes::CONTRACT_MISSING_COLUMN, format!("rename `{old}` → `{new}`: `{name}` has no column `{new}`")), text, key, None)
-                    .with_suggestions(did_you_mean(new, inferred.iter().copied()))
-                    .with_help("a rename maps the current column name to its previous name"),
+                at(
+                    Diagnostic::error(
+                        codes::CONTRACT_MISSING_COLUMN,
+                        format!("rename `{old}` → `{new}`: `{name}` has no column `{new}`"),
+                    ),
+                    text,
+                    key,
+                    None,
+                )
+                .with_suggestions(did_you_mean(new, inferred.iter().copied()))
+                .with_help("a rename maps the current column name to its previous name"),
             );
         }
     }

@@ -8,8 +8,8 @@ use datafusion::common::{not_impl_err, plan_err, Result};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 use serde::Deserialize;
 use std::any::Any;
@@ -25,7 +25,9 @@ const BUILTIN: &[(&str, &str)] = &[
 
 /// Names accepted by `[transform] dialect`.
 pub fn known_dialects() -> Vec<&'static str> {
-    std::iter::once("datafusion").chain(BUILTIN.iter().map(|(n, _)| *n)).collect()
+    std::iter::once("datafusion")
+        .chain(BUILTIN.iter().map(|(n, _)| *n))
+        .collect()
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -76,24 +78,38 @@ impl Dialect {
     /// The built-in dialect called `name`; `datafusion` (the local engine) declares nothing.
     pub fn builtin(name: &str) -> Result<Dialect, String> {
         if name == "datafusion" {
-            return Ok(Dialect { name: name.into(), types: BTreeMap::new(), functions: Vec::new() });
+            return Ok(Dialect {
+                name: name.into(),
+                types: BTreeMap::new(),
+                functions: Vec::new(),
+            });
         }
-        let (_, text) = BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| format!("unknown dialect `{name}` (known: {})", known_dialects().join(", ")))?;
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            format!(
+                "unknown dialect `{name}` (known: {})",
+                known_dialects().join(", ")
+            )
+        })?;
         Self::parse(text)
     }
 
     pub fn parse(text: &str) -> Result<Dialect, String> {
         let file: DialectFile = toml::from_str(text).map_err(|e| e.to_string())?;
-        let dialect = Dialect { name: file.name, types: file.types, functions: file.functions };
+        let dialect = Dialect {
+            name: file.name,
+            types: file.types,
+            functions: file.functions,
+        };
         for f in &dialect.functions {
             for a in &f.args {
-                dialect.arg_type(a).map_err(|e| format!("function `{}`: {e}", f.name))?;
+                dialect
+                    .arg_type(a)
+                    .map_err(|e| format!("function `{}`: {e}", f.name))?;
             }
             if !f.returns.starts_with("arg") {
-                dialect.data_type(&f.returns).ok_or_else(|| format!("function `{}`: unknown return type `{}`", f.name, f.returns))?;
+                dialect.data_type(&f.returns).ok_or_else(|| {
+                    format!("function `{}`: unknown return type `{}`", f.name, f.returns)
+                })?;
             }
         }
         Ok(dialect)
@@ -103,7 +119,11 @@ impl Dialect {
     pub fn data_type(&self, name: &str) -> Option<DataType> {
         let n = name.trim().to_lowercase();
         if let Some(inner) = n.strip_prefix("array(").and_then(|r| r.strip_suffix(')')) {
-            return Some(DataType::List(Arc::new(Field::new("item", self.data_type(inner)?, true))));
+            return Some(DataType::List(Arc::new(Field::new(
+                "item",
+                self.data_type(inner)?,
+                true,
+            ))));
         }
         let base = n.split('(').next().unwrap_or(&n).trim();
         match self.types.get(base) {
@@ -118,7 +138,10 @@ impl Dialect {
             "numeric" => ArgType::Numeric,
             "string" => ArgType::String,
             "array" => ArgType::Array,
-            other => ArgType::Exact(self.data_type(other).ok_or_else(|| format!("unknown argument type `{other}`"))?),
+            other => ArgType::Exact(
+                self.data_type(other)
+                    .ok_or_else(|| format!("unknown argument type `{other}`"))?,
+            ),
         })
     }
 
@@ -127,7 +150,11 @@ impl Dialect {
         for f in &self.functions {
             let stub = Stub {
                 name: f.name.clone(),
-                args: f.args.iter().map(|a| self.arg_type(a).expect("validated at parse")).collect(),
+                args: f
+                    .args
+                    .iter()
+                    .map(|a| self.arg_type(a).expect("validated at parse"))
+                    .collect(),
                 optional: f.optional,
                 variadic: f.variadic,
                 returns: if let Some(n) = f.returns.strip_prefix("arg") {
@@ -175,23 +202,67 @@ struct Stub {
 impl Stub {
     fn coerce(&self, given: &[DataType]) -> Result<Vec<DataType>> {
         let min = self.args.len() - self.optional.min(self.args.len());
-        let max = if self.variadic { usize::MAX } else { self.args.len() };
+        let max = if self.variadic {
+            usize::MAX
+        } else {
+            self.args.len()
+        };
         if given.len() < min || given.len() > max {
-            let expected = if self.variadic { format!("at least {min}") } else if min == max { min.to_string() } else { format!("{min} to {max}") };
-            return plan_err!("function `{}` takes {expected} argument(s), got {}", self.name, given.len());
+            let expected = if self.variadic {
+                format!("at least {min}")
+            } else if min == max {
+                min.to_string()
+            } else {
+                format!("{min} to {max}")
+            };
+            return plan_err!(
+                "function `{}` takes {expected} argument(s), got {}",
+                self.name,
+                given.len()
+            );
         }
         given
             .iter()
             .enumerate()
             .map(|(i, actual)| {
-                let declared = self.args.get(i).or(self.args.last()).expect("arity checked");
+                let declared = self
+                    .args
+                    .get(i)
+                    .or(self.args.last())
+                    .expect("arity checked");
                 match declared {
                     ArgType::Any => Ok(actual.clone()),
-                    ArgType::Numeric if actual.is_numeric() || actual.is_null() => Ok(actual.clone()),
-                    ArgType::String if matches!(actual, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null) => Ok(actual.clone()),
-                    ArgType::Array if matches!(actual, DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) | DataType::Null) => Ok(actual.clone()),
+                    ArgType::Numeric if actual.is_numeric() || actual.is_null() => {
+                        Ok(actual.clone())
+                    }
+                    ArgType::String
+                        if matches!(
+                            actual,
+                            DataType::Utf8
+                                | DataType::LargeUtf8
+                                | DataType::Utf8View
+                                | DataType::Null
+                        ) =>
+                    {
+                        Ok(actual.clone())
+                    }
+                    ArgType::Array
+                        if matches!(
+                            actual,
+                            DataType::List(_)
+                                | DataType::LargeList(_)
+                                | DataType::FixedSizeList(..)
+                                | DataType::Null
+                        ) =>
+                    {
+                        Ok(actual.clone())
+                    }
                     ArgType::Exact(t) => Ok(t.clone()),
-                    other => plan_err!("function `{}`: argument {} must be {other:?}, got {actual}", self.name, i + 1),
+                    other => plan_err!(
+                        "function `{}`: argument {} must be {other:?}, got {actual}",
+                        self.name,
+                        i + 1
+                    ),
                 }
             })
             .collect()
@@ -200,7 +271,10 @@ impl Stub {
     fn result(&self, given: &[DataType]) -> Result<DataType> {
         match &self.returns {
             Returns::Type(t) => Ok(t.clone()),
-            Returns::Arg(i) => given.get(*i).cloned().map_or_else(|| plan_err!("function `{}`: missing argument {}", self.name, i + 1), Ok),
+            Returns::Arg(i) => given.get(*i).cloned().map_or_else(
+                || plan_err!("function `{}`: missing argument {}", self.name, i + 1),
+                Ok,
+            ),
         }
     }
 }
@@ -222,7 +296,10 @@ impl ScalarUDFImpl for Stub {
         self.result(arg_types)
     }
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        not_impl_err!("`{}` is a warehouse function: it is type-checked here, never executed", self.name)
+        not_impl_err!(
+            "`{}` is a warehouse function: it is type-checked here, never executed",
+            self.name
+        )
     }
 }
 
@@ -243,7 +320,10 @@ impl AggregateUDFImpl for Stub {
         self.result(arg_types)
     }
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        not_impl_err!("`{}` is a warehouse aggregate: it is type-checked here, never executed", self.name)
+        not_impl_err!(
+            "`{}` is a warehouse aggregate: it is type-checked here, never executed",
+            self.name
+        )
     }
 }
 
@@ -266,9 +346,17 @@ mod dialect_tests {
             Field::new("s", utf8(), true),
             Field::new("d", DataType::Date32, true),
             Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
-            Field::new("tz", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new(
+                "tz",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
             Field::new("b", DataType::Boolean, true),
-            Field::new("arr", DataType::List(Arc::new(Field::new("item", utf8(), true))), true),
+            Field::new(
+                "arr",
+                DataType::List(Arc::new(Field::new("item", utf8(), true))),
+                true,
+            ),
             Field::new("j", utf8(), true),
         ]))
     }
@@ -276,7 +364,8 @@ mod dialect_tests {
     fn check_dialect(name: &str) -> usize {
         let dialect = Dialect::builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         let ctx = SessionContext::new();
-        ctx.register_table("t", Arc::new(EmptyTable::new(test_table()))).unwrap();
+        ctx.register_table("t", Arc::new(EmptyTable::new(test_table())))
+            .unwrap();
         dialect.register(&ctx);
         let mut failures = Vec::new();
         for f in &dialect.functions {
@@ -287,11 +376,19 @@ mod dialect_tests {
                     if !f.returns.starts_with("arg") {
                         let want = dialect.data_type(&f.returns).unwrap();
                         if !crate::types::same_family(&got, &want) {
-                            failures.push(format!("{}: `{}` returns {got}, declared {want}", f.name, f.example));
+                            failures.push(format!(
+                                "{}: `{}` returns {got}, declared {want}",
+                                f.name, f.example
+                            ));
                         }
                     }
                 }
-                Err(e) => failures.push(format!("{}: `{}` does not type-check: {}", f.name, f.example, e.strip_backtrace())),
+                Err(e) => failures.push(format!(
+                    "{}: `{}` does not type-check: {}",
+                    f.name,
+                    f.example,
+                    e.strip_backtrace()
+                )),
             }
         }
         assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
@@ -317,10 +414,17 @@ mod dialect_tests {
     fn wrong_arity_is_a_planning_error() {
         let dialect = Dialect::builtin("trino").unwrap();
         let ctx = SessionContext::new();
-        ctx.register_table("t", Arc::new(EmptyTable::new(test_table()))).unwrap();
+        ctx.register_table("t", Arc::new(EmptyTable::new(test_table())))
+            .unwrap();
         dialect.register(&ctx);
-        let err = futures::executor::block_on(async { ctx.sql("select date_diff('day', ts) from t").await }).unwrap_err();
-        assert!(err.to_string().contains("takes 3 argument(s), got 2"), "{err}");
+        let err = futures::executor::block_on(async {
+            ctx.sql("select date_diff('day', ts) from t").await
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("takes 3 argument(s), got 2"),
+            "{err}"
+        );
     }
 
     #[test]

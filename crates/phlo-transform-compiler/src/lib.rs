@@ -19,4 +19,4 @@ pub use catalog::{CatalogSnapshot, SourceState};
 pub use compile::{Compilation, CompiledModel, Dependency};
 pub use tests::{CompiledTest, TestKind};
 pub use typing::{Column, ModelSchema};
-pub use version::ModelVersion;
+pub use version::{ModelVersion, SqlChange};

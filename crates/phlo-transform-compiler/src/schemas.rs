@@ -19,7 +19,12 @@ pub enum SourceSchema {
 
 /// The schema of the data at `path`; declared columns are used when there is no data or its
 /// schema cannot be read.
-pub fn read_schema(format: SourceFormat, path: &Path, table_dir: &Path, declared: &[(String, String)]) -> SourceSchema {
+pub fn read_schema(
+    format: SourceFormat,
+    path: &Path,
+    table_dir: &Path,
+    declared: &[(String, String)],
+) -> SourceSchema {
     let result = match format {
         SourceFormat::Parquet => parquet_schema(path),
         SourceFormat::Csv => csv_schema(path),
@@ -51,7 +56,8 @@ fn declared_schema(columns: &[(String, String)]) -> Result<Schema, String> {
 
 fn parquet_schema(path: &Path) -> Result<Schema, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let meta = ArrowReaderMetadata::load(&file, Default::default()).map_err(|e| format!("invalid Parquet footer: {e}"))?;
+    let meta = ArrowReaderMetadata::load(&file, Default::default())
+        .map_err(|e| format!("invalid Parquet footer: {e}"))?;
     Ok(meta.schema().as_ref().clone())
 }
 
@@ -80,9 +86,14 @@ fn delta_schema(dir: &Path) -> Result<Schema, String> {
     for (_, path) in commits.iter().rev() {
         let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
         for line in text.lines() {
-            let action: Value = serde_json::from_str(line).map_err(|e| format!("invalid Delta log entry: {e}"))?;
-            if let Some(s) = action.pointer("/metaData/schemaString").and_then(Value::as_str) {
-                let schema: Value = serde_json::from_str(s).map_err(|e| format!("invalid Delta schema: {e}"))?;
+            let action: Value =
+                serde_json::from_str(line).map_err(|e| format!("invalid Delta log entry: {e}"))?;
+            if let Some(s) = action
+                .pointer("/metaData/schemaString")
+                .and_then(Value::as_str)
+            {
+                let schema: Value =
+                    serde_json::from_str(s).map_err(|e| format!("invalid Delta schema: {e}"))?;
                 return struct_fields(&schema, delta_type);
             }
         }
@@ -92,30 +103,50 @@ fn delta_schema(dir: &Path) -> Result<Schema, String> {
 
 fn iceberg_schema(metadata: &Path) -> Result<Schema, String> {
     let text = std::fs::read_to_string(metadata).map_err(|e| e.to_string())?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
-    let current = doc.get("current-schema-id").and_then(Value::as_i64).unwrap_or(0);
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    let current = doc
+        .get("current-schema-id")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let schema = doc
         .get("schemas")
         .and_then(Value::as_array)
-        .and_then(|all| all.iter().find(|s| s.get("schema-id").and_then(Value::as_i64) == Some(current)))
+        .and_then(|all| {
+            all.iter()
+                .find(|s| s.get("schema-id").and_then(Value::as_i64) == Some(current))
+        })
         .or_else(|| doc.get("schema"))
         .ok_or("metadata.json has no current schema")?;
     struct_fields(schema, iceberg_type)
 }
 
 /// `{"fields": [{"name", "type", "nullable" | "required"}]}` → Arrow fields.
-fn struct_fields(schema: &Value, map: fn(&Value) -> Result<DataType, String>) -> Result<Schema, String> {
-    let fields = schema.get("fields").and_then(Value::as_array).ok_or("schema has no fields")?;
+fn struct_fields(
+    schema: &Value,
+    map: fn(&Value) -> Result<DataType, String>,
+) -> Result<Schema, String> {
+    let fields = schema
+        .get("fields")
+        .and_then(Value::as_array)
+        .ok_or("schema has no fields")?;
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
-        let name = f.get("name").and_then(Value::as_str).ok_or("field without a name")?;
+        let name = f
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("field without a name")?;
         let ty = f.get("type").ok_or("field without a type")?;
         let nullable = match (f.get("nullable"), f.get("required")) {
             (Some(n), _) => n.as_bool().unwrap_or(true),
             (None, Some(r)) => !r.as_bool().unwrap_or(false),
             _ => true,
         };
-        out.push(Field::new(name, map(ty).map_err(|e| format!("column `{name}`: {e}"))?, nullable));
+        out.push(Field::new(
+            name,
+            map(ty).map_err(|e| format!("column `{name}`: {e}"))?,
+            nullable,
+        ));
     }
     Ok(Schema::new(out))
 }
@@ -123,11 +154,16 @@ fn struct_fields(schema: &Value, map: fn(&Value) -> Result<DataType, String>) ->
 fn decimal(text: &str) -> Option<DataType> {
     let inner = text.strip_prefix("decimal(")?.strip_suffix(')')?;
     let (p, s) = inner.split_once(',')?;
-    Some(DataType::Decimal128(p.trim().parse().ok()?, s.trim().parse().ok()?))
+    Some(DataType::Decimal128(
+        p.trim().parse().ok()?,
+        s.trim().parse().ok()?,
+    ))
 }
 
 fn delta_type(t: &Value) -> Result<DataType, String> {
-    let Some(name) = t.as_str() else { return Err(format!("nested type {t} not supported yet")) };
+    let Some(name) = t.as_str() else {
+        return Err(format!("nested type {t} not supported yet"));
+    };
     Ok(match name {
         "string" => DataType::Utf8,
         "long" => DataType::Int64,
@@ -146,7 +182,9 @@ fn delta_type(t: &Value) -> Result<DataType, String> {
 }
 
 fn iceberg_type(t: &Value) -> Result<DataType, String> {
-    let Some(name) = t.as_str() else { return Err(format!("nested type {t} not supported yet")) };
+    let Some(name) = t.as_str() else {
+        return Err(format!("nested type {t} not supported yet"));
+    };
     Ok(match name {
         "string" | "uuid" => DataType::Utf8,
         "long" => DataType::Int64,
@@ -172,8 +210,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.csv");
         std::fs::write(&path, "id,site,value\n1,ox,1.5\n2,cam,2.5\n").unwrap();
-        let SourceSchema::Known(s) = read_schema(SourceFormat::Csv, &path, &path, &[]) else { panic!() };
-        let types: Vec<String> = s.fields().iter().map(|f| format!("{}:{}", f.name(), f.data_type())).collect();
+        let SourceSchema::Known(s) = read_schema(SourceFormat::Csv, &path, &path, &[]) else {
+            panic!()
+        };
+        let types: Vec<String> = s
+            .fields()
+            .iter()
+            .map(|f| format!("{}:{}", f.name(), f.data_type()))
+            .collect();
         assert_eq!(types, ["id:Int64", "site:Utf8", "value:Float64"]);
     }
 
@@ -187,6 +231,12 @@ mod tests {
         assert!(!s.field(0).is_nullable());
         assert_eq!(s.field(1).data_type(), &DataType::Decimal128(10, 2));
         let delta = serde_json::json!({"type": "struct", "fields": [{"name": "ts", "type": "timestamp", "nullable": true, "metadata": {}}]});
-        assert!(matches!(struct_fields(&delta, delta_type).unwrap().field(0).data_type(), DataType::Timestamp(_, Some(_))));
+        assert!(matches!(
+            struct_fields(&delta, delta_type)
+                .unwrap()
+                .field(0)
+                .data_type(),
+            DataType::Timestamp(_, Some(_))
+        ));
     }
 }

@@ -8,7 +8,10 @@ use datafusion::arrow::datatypes::{DataType, TimeUnit};
 pub fn sql_type(name: &str) -> Option<DataType> {
     let n = name.trim().to_lowercase();
     let n = n.split_whitespace().collect::<Vec<_>>().join(" ");
-    if let Some(args) = n.strip_prefix("decimal").or_else(|| n.strip_prefix("numeric")) {
+    if let Some(args) = n
+        .strip_prefix("decimal")
+        .or_else(|| n.strip_prefix("numeric"))
+    {
         let args = args.trim();
         if args.is_empty() {
             return Some(DataType::Decimal128(38, 10));
@@ -25,7 +28,8 @@ pub fn sql_type(name: &str) -> Option<DataType> {
     // `varchar(20)`, `char(1)`: the length does not change the Arrow type.
     let base = n.split('(').next().unwrap_or(&n).trim();
     Some(match base {
-        "varchar" | "char" | "character" | "character varying" | "text" | "string" | "json" | "uuid" => DataType::Utf8,
+        "varchar" | "char" | "character" | "character varying" | "text" | "string" | "json"
+        | "uuid" => DataType::Utf8,
         "bigint" | "int8" | "long" => DataType::Int64,
         "integer" | "int" | "int4" => DataType::Int32,
         "smallint" | "int2" => DataType::Int16,
@@ -35,8 +39,12 @@ pub fn sql_type(name: &str) -> Option<DataType> {
         "boolean" | "bool" => DataType::Boolean,
         "date" => DataType::Date32,
         "time" => DataType::Time64(TimeUnit::Microsecond),
-        "timestamp" | "timestamp without time zone" => DataType::Timestamp(TimeUnit::Microsecond, None),
-        "timestamptz" | "timestamp with time zone" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        "timestamp" | "timestamp without time zone" => {
+            DataType::Timestamp(TimeUnit::Microsecond, None)
+        }
+        "timestamptz" | "timestamp with time zone" => {
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        }
         "varbinary" | "binary" | "bytea" | "blob" => DataType::Binary,
         _ => return None,
     })
@@ -61,9 +69,18 @@ mod tests {
     #[test]
     fn names_map_to_arrow_types() {
         assert_eq!(sql_type("BIGINT"), Some(DataType::Int64));
-        assert_eq!(sql_type("decimal(15, 2)"), Some(DataType::Decimal128(15, 2)));
+        assert_eq!(
+            sql_type("decimal(15, 2)"),
+            Some(DataType::Decimal128(15, 2))
+        );
         assert_eq!(sql_type("varchar(25)"), Some(DataType::Utf8));
-        assert_eq!(sql_type("timestamp  with time zone"), Some(DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))));
+        assert_eq!(
+            sql_type("timestamp  with time zone"),
+            Some(DataType::Timestamp(
+                TimeUnit::Microsecond,
+                Some("UTC".into())
+            ))
+        );
         assert_eq!(sql_type("geometry"), None);
         assert!(same_family(&DataType::LargeUtf8, &DataType::Utf8));
     }

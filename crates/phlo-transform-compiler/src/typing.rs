@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use crate::compile::{executable_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
-use phlo_transform_project::{AnalysisMode, Workspace};
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::CatalogSnapshot;
+use phlo_transform_project::{AnalysisMode, Workspace};
 
 /// One output column of a model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -93,12 +93,23 @@ fn register(ctx: &SessionContext, name: &str, schema: SchemaRef) {
 /// The dialect `[transform] dialect` names (an unknown name is C002, and the local engine's
 /// own functions are used instead).
 pub(crate) fn load_dialect(workspace: &Workspace, diagnostics: &mut Diagnostics) -> Dialect {
-    let name = workspace.config.transform.dialect.as_deref().unwrap_or("datafusion");
+    let name = workspace
+        .config
+        .transform
+        .dialect
+        .as_deref()
+        .unwrap_or("datafusion");
     Dialect::builtin(name).unwrap_or_else(|reason| {
         diagnostics.push(
-            Diagnostic::error(codes::INVALID_CONFIG, format!("[transform] dialect: {reason}"))
-                .in_file("phlo.toml")
-                .with_help(format!("set `dialect` to one of: {}", known_dialects().join(", "))),
+            Diagnostic::error(
+                codes::INVALID_CONFIG,
+                format!("[transform] dialect: {reason}"),
+            )
+            .in_file("phlo.toml")
+            .with_help(format!(
+                "set `dialect` to one of: {}",
+                known_dialects().join(", ")
+            )),
         );
         Dialect::builtin("datafusion").expect("the local engine's dialect always loads")
     })
@@ -123,12 +134,19 @@ pub(crate) fn infer(
     }
     for &i in order {
         // A model over an erroneous upstream is not typed: its error is already reported.
-        if models[i].has_errors || models[i].upstream.iter().any(|&u| models[u].has_errors || models[u].schema.is_none()) {
+        if models[i].has_errors
+            || models[i]
+                .upstream
+                .iter()
+                .any(|&u| models[u].has_errors || models[u].schema.is_none())
+        {
             continue;
         }
         let mode = workspace.models[i].config.analysis.value;
         if mode == AnalysisMode::Off {
-            models[i].schema = Some(ModelSchema::Unknown { reason: "analysis is off for this model".into() });
+            models[i].schema = Some(ModelSchema::Unknown {
+                reason: "analysis is off for this model".into(),
+            });
             continue;
         }
         if let Some(reason) = unknown_input(models, i, catalog) {
@@ -139,9 +157,12 @@ pub(crate) fn infer(
             Target::Model(u) => models[*u].name.to_string(),
             Target::Source(s) => s.clone(),
         };
-        let Some(query) = executable_query(models, i, &dotted) else { continue };
+        let Some(query) = executable_query(models, i, &dotted) else {
+            continue;
+        };
         let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-        let planned: Result<LogicalPlan, DataFusionError> = futures::executor::block_on(ctx.state().statement_to_plan(statement));
+        let planned: Result<LogicalPlan, DataFusionError> =
+            futures::executor::block_on(ctx.state().statement_to_plan(statement));
         match planned {
             Ok(plan) => {
                 let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
@@ -155,10 +176,14 @@ pub(crate) fn infer(
                     suggest_functions(&mut d, &ctx);
                 }
                 // Baseline: what DataFusion cannot type is not the user's error.
-                if mode == AnalysisMode::Baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
+                if mode == AnalysisMode::Baseline
+                    && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE)
+                {
                     d.severity = phlo_transform_core::Severity::Warning;
                     d = d.with_note("analysis is `baseline`: the model's schema is unknown");
-                    models[i].schema = Some(ModelSchema::Unknown { reason: d.message.clone() });
+                    models[i].schema = Some(ModelSchema::Unknown {
+                        reason: d.message.clone(),
+                    });
                 } else {
                     models[i].has_errors = true;
                 }
@@ -171,7 +196,9 @@ pub(crate) fn infer(
 /// DataFusion's "Possible function" note depends on hash order; suggest deterministically.
 fn suggest_functions(d: &mut Diagnostic, ctx: &SessionContext) {
     d.notes.retain(|n| !n.starts_with("Possible function"));
-    let Some(name) = d.message.split('\'').nth(1).map(str::to_string) else { return };
+    let Some(name) = d.message.split('\'').nth(1).map(str::to_string) else {
+        return;
+    };
     let state = ctx.state();
     let names: Vec<&String> = state
         .scalar_functions()
@@ -187,13 +214,18 @@ fn unknown_input(models: &[CompiledModel], i: usize, catalog: &CatalogSnapshot) 
     for r in &models[i].relations {
         match &r.target {
             Some(Target::Source(s)) => match catalog.sources.get(s).map(|st| &st.schema) {
-                Some(SourceSchema::Unknown(reason)) => return Some(format!("source {s}: {reason}")),
+                Some(SourceSchema::Unknown(reason)) => {
+                    return Some(format!("source {s}: {reason}"))
+                }
                 None => return Some(format!("source {s} was not read")),
                 _ => {}
             },
             Some(Target::Model(u)) => {
                 if let Some(ModelSchema::Unknown { .. }) = &models[*u].schema {
-                    return Some(format!("upstream {} has an unknown schema", models[*u].name));
+                    return Some(format!(
+                        "upstream {} has an unknown schema",
+                        models[*u].name
+                    ));
                 }
             }
             None => {}
@@ -206,13 +238,21 @@ fn unknown_input(models: &[CompiledModel], i: usize, catalog: &CatalogSnapshot) 
 fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
     let text = e.strip_backtrace();
     let diag = e.diagnostic();
-    let message = diag.map(|d| d.message.clone()).unwrap_or_else(|| first_line(&text));
+    let message = diag
+        .map(|d| d.message.clone())
+        .unwrap_or_else(|| first_line(&text));
     let code = classify(&text, &message);
     let mut d = Diagnostic::error(code, message).in_file(&model.path);
     if let Some(span) = diag.and_then(|d| d.span).filter(|s| s.start.line > 0) {
         d = d.with_span(Span {
-            start: Location { line: span.start.line as usize, column: span.start.column as usize },
-            end: Location { line: span.end.line as usize, column: span.end.column as usize },
+            start: Location {
+                line: span.start.line as usize,
+                column: span.start.column as usize,
+            },
+            end: Location {
+                line: span.end.line as usize,
+                column: span.end.column as usize,
+            },
         });
     } else {
         d = d.at(1, 1);
@@ -227,7 +267,11 @@ fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
     if diag.is_some() && first_line(&text) != d.message {
         d = d.with_note(first_line(&text));
     }
-    let help = if helps.is_empty() { default_help(code).to_string() } else { helps.join("; ") };
+    let help = if helps.is_empty() {
+        default_help(code).to_string()
+    } else {
+        helps.join("; ")
+    };
     d.with_help(help)
 }
 
@@ -241,17 +285,28 @@ fn classify(text: &str, message: &str) -> phlo_transform_core::Code {
         codes::UNKNOWN_COLUMN
     } else if t.contains("mbiguous") {
         codes::AMBIGUOUS_COLUMN
-    } else if t.contains("Invalid function") || t.contains("Unsupported function") || t.contains("Did you mean") && t.contains("function") {
+    } else if t.contains("Invalid function")
+        || t.contains("Unsupported function")
+        || t.contains("Did you mean") && t.contains("function")
+    {
         codes::UNKNOWN_FUNCTION
     } else if t.contains("GROUP BY") || t.contains("aggregate function") {
         codes::NOT_GROUPED
-    } else if t.contains("UNION") || t.contains("Union") || t.contains("INTERSECT") || t.contains("EXCEPT") {
+    } else if t.contains("UNION")
+        || t.contains("Union")
+        || t.contains("INTERSECT")
+        || t.contains("EXCEPT")
+    {
         codes::SET_OPERATION_MISMATCH
     } else if t.contains("Unsupported CAST") || t.contains("Cannot cast") {
         codes::INVALID_CAST
     } else if t.contains("subquery") && t.contains("column") {
         codes::SUBQUERY_COLUMNS
-    } else if t.contains("Cannot infer common") || t.contains("Cannot coerce") || t.contains("cannot be coerced") || t.contains("type") {
+    } else if t.contains("Cannot infer common")
+        || t.contains("Cannot coerce")
+        || t.contains("cannot be coerced")
+        || t.contains("type")
+    {
         codes::INCOMPATIBLE_TYPES
     } else {
         codes::UNTYPEABLE

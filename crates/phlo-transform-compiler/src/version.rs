@@ -22,6 +22,59 @@ pub struct ModelVersion {
     pub upstream: BTreeMap<String, String>,
     /// Source name → its state.
     pub sources: BTreeMap<String, String>,
+    /// Fingerprints that classify a change (SPEC §99) and are *not* part of `version`:
+    /// the raw file text, and the unoptimized logical plan (`None` when the model is untyped).
+    pub fingerprints: Fingerprints,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprints {
+    pub text: String,
+    pub plan: Option<String>,
+}
+
+/// How the SQL of a model changed between two versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqlChange {
+    None,
+    /// Formatting or comments only: same canonical SQL.
+    Text,
+    /// The canonical SQL differs but the logical plan is the same (`a AS x` vs `a x`,
+    /// `SELECT *` vs the same explicit list).
+    Ast,
+    /// The logical plan differs (or could not be compared).
+    Semantic,
+}
+
+impl SqlChange {
+    /// Compares recorded (`old_*`) and desired SQL fingerprints.
+    pub fn classify(
+        old_text: Option<&str>,
+        old_sql: &str,
+        old_plan: Option<&str>,
+        new: &ModelVersion,
+    ) -> SqlChange {
+        if old_sql == new.sql_hash {
+            return if old_text.is_some_and(|t| t != new.fingerprints.text) {
+                SqlChange::Text
+            } else {
+                SqlChange::None
+            };
+        }
+        match (old_plan, new.fingerprints.plan.as_deref()) {
+            (Some(a), Some(b)) if a == b => SqlChange::Ast,
+            _ => SqlChange::Semantic,
+        }
+    }
+}
+
+/// Fingerprint of an unoptimized plan's indented display with schemas, pinned to the
+/// DataFusion version whose printer produced it.
+pub fn plan_fingerprint(plan_text: &str) -> String {
+    Fingerprint::new("phlo-transform/plan/datafusion-53")
+        .field("plan", plan_text)
+        .finish()
 }
 
 impl ModelVersion {
@@ -30,6 +83,7 @@ impl ModelVersion {
         config: &EffectiveConfig,
         upstream: BTreeMap<String, String>,
         sources: BTreeMap<String, String>,
+        fingerprints: Fingerprints,
     ) -> ModelVersion {
         let sql_hash = Fingerprint::new("sql")
             .field("canonical", canonical_sql)
@@ -54,6 +108,7 @@ impl ModelVersion {
             config_hash,
             upstream,
             sources,
+            fingerprints,
         }
     }
 

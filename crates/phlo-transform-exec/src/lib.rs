@@ -293,6 +293,8 @@ async fn record_materialization(
             model_name: m.name.clone(),
             version: v.version.clone(),
             sql_hash: v.sql_hash.clone(),
+            text_hash: Some(v.fingerprints.text.clone()),
+            plan_hash: v.fingerprints.plan.clone(),
             config_hash: v.config_hash.clone(),
             upstream: v.upstream.clone(),
             sources: v.sources.clone(),

@@ -6,7 +6,7 @@ mod reasons;
 
 pub use reasons::{Reason, ReasonKind};
 
-use phlo_transform_compiler::Compilation;
+use phlo_transform_compiler::{Compilation, SqlChange};
 use phlo_transform_core::Fingerprint;
 use phlo_transform_project::Materialization;
 use phlo_transform_state::MaterializedVersion;
@@ -45,6 +45,8 @@ pub struct PlannedModel {
     pub version: Option<String>,
     pub previous_version: Option<String>,
     pub reasons: Vec<Reason>,
+    /// How the SQL changed since the recorded version (SPEC §99): none, text, ast, semantic.
+    pub sql_change: Option<SqlChange>,
     /// Planned models this one waits for (ephemeral models looked through).
     pub depends_on: Vec<String>,
 }
@@ -101,6 +103,15 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
         }
         let recorded = inputs.materialized.get(&m.id);
         let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
+        let sql_change = match (recorded, &m.version) {
+            (Some(r), Some(v)) => Some(SqlChange::classify(
+                r.text_hash.as_deref(),
+                &r.sql_hash,
+                r.plan_hash.as_deref(),
+                v,
+            )),
+            _ => None,
+        };
         decided.insert(i, decision);
         models.push(PlannedModel {
             name: m.name.to_string(),
@@ -112,6 +123,7 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
             version: m.version.as_ref().map(|v| v.version.clone()),
             previous_version: recorded.map(|r| r.version.clone()),
             reasons,
+            sql_change,
             depends_on: materialised_upstream(c, i)
                 .into_iter()
                 .map(|u| c.models[u].name.to_string())
@@ -226,23 +238,36 @@ fn decide(
             )],
         );
     }
+    let change = SqlChange::classify(
+        rec.text_hash.as_deref(),
+        &rec.sql_hash,
+        rec.plan_hash.as_deref(),
+        desired,
+    );
     if rec.version == desired.version {
+        let detail = if change == SqlChange::Text {
+            "SQL, config and inputs unchanged (the file changed in formatting or comments only)"
+        } else {
+            "SQL, config and inputs unchanged"
+        };
         return (
             Decision::Skip,
-            vec![Reason::new(
-                ReasonKind::Unchanged,
-                "SQL, config and inputs unchanged",
-                None,
-            )],
+            vec![Reason::new(ReasonKind::Unchanged, detail, None)],
         );
     }
     let mut reasons = Vec::new();
-    if rec.sql_hash != desired.sql_hash {
-        reasons.push(Reason::new(
+    match change {
+        SqlChange::Semantic => reasons.push(Reason::new(
             ReasonKind::SqlSemanticChange,
             "SQL semantics changed",
             None,
-        ));
+        )),
+        SqlChange::Ast => reasons.push(Reason::new(
+            ReasonKind::SqlAstChange,
+            "SQL changed at the AST level; the logical plan is the same (not a semantic change)",
+            None,
+        )),
+        SqlChange::None | SqlChange::Text => {}
     }
     if rec.config_hash != desired.config_hash {
         let detail = if rec.materialization != m.materialization.as_str() {

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum ReasonKind {
     SqlSemanticChange,
+    /// The canonical SQL changed but the logical plan did not (an addition to SPEC §40's list).
+    SqlAstChange,
     ConfigChange,
     DependencyChange,
     UpstreamRebuild,

@@ -222,8 +222,11 @@ impl Directives {
                 "analysis" => match AnalysisMode::parse(args) {
                     Some(mode) => out.analysis = Some(AtLine { value: mode, line }),
                     None => diags.push(
-                        err(codes::INVALID_DIRECTIVE_ARGUMENT, format!("unknown analysis mode `{args}`"))
-                            .with_help("use `-- @analysis strict`, `baseline` or `off`"),
+                        err(
+                            codes::INVALID_DIRECTIVE_ARGUMENT,
+                            format!("unknown analysis mode `{args}`"),
+                        )
+                        .with_help("use `-- @analysis strict`, `baseline` or `off`"),
                     ),
                 },
                 "incremental" => {

@@ -221,7 +221,11 @@ impl EffectiveConfig {
                     .unwrap_or_else(|| "-".into()),
                 &self.incremental.origin,
             ),
-            ("analysis", self.analysis.value.to_string(), &self.analysis.origin),
+            (
+                "analysis",
+                self.analysis.value.to_string(),
+                &self.analysis.origin,
+            ),
         ]
     }
 }

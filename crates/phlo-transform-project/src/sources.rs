@@ -113,7 +113,9 @@ pub(crate) fn declared(
         }
         let Some(location) = &section.location else {
             if columns.is_empty() {
-                diags.push(err(format!("source `{name}` has no `location` and no `columns`")));
+                diags.push(err(format!(
+                    "source `{name}` has no `location` and no `columns`"
+                )));
             } else {
                 out.push(SourceDecl {
                     name: name.to_lowercase(),
@@ -142,7 +144,9 @@ pub(crate) fn declared(
             None => match SourceFormat::detect(&path) {
                 Some(f) => f,
                 None => {
-                    diags.push(err(format!("cannot tell the format of source `{name}` from `{location}`")));
+                    diags.push(err(format!(
+                        "cannot tell the format of source `{name}` from `{location}`"
+                    )));
                     continue;
                 }
             },

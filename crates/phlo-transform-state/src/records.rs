@@ -47,4 +47,8 @@ pub struct MaterializedVersion {
     pub run_id: String,
     pub generation: i64,
     pub materialized_at: String,
+    /// sha256 of the model file's text (classifies formatting-only edits).
+    pub text_hash: Option<String>,
+    /// Fingerprint of the model's logical plan (classifies AST-only edits).
+    pub plan_hash: Option<String>,
 }

@@ -144,14 +144,16 @@ impl StateStore for SqliteStateStore {
         };
         sqlx::query(
             "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash, config_hash, upstream,
-                                         sources, materialization, relation, run_id, generation, materialized_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                         sources, materialization, relation, run_id, generation, materialized_at,
+                                         text_hash, plan_hash)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (environment, model_id) DO UPDATE SET
                 model_name = excluded.model_name, version = excluded.version, sql_hash = excluded.sql_hash,
                 config_hash = excluded.config_hash, upstream = excluded.upstream, sources = excluded.sources,
                 materialization = excluded.materialization, relation = excluded.relation,
                 run_id = excluded.run_id, generation = excluded.generation,
-                materialized_at = excluded.materialized_at
+                materialized_at = excluded.materialized_at,
+                text_hash = excluded.text_hash, plan_hash = excluded.plan_hash
              WHERE excluded.generation >= model_versions.generation",
         )
         .bind(&m.environment)
@@ -167,6 +169,8 @@ impl StateStore for SqliteStateStore {
         .bind(&m.run_id)
         .bind(m.generation)
         .bind(&m.materialized_at)
+        .bind(&m.text_hash)
+        .bind(&m.plan_hash)
         .execute(&self.pool)
         .await
         .map_err(|e| StateError::from_sqlx("recording materialised version", e))?;
@@ -200,6 +204,8 @@ impl StateStore for SqliteStateStore {
                     run_id: r.get("run_id"),
                     generation: r.get("generation"),
                     materialized_at: r.get("materialized_at"),
+                    text_hash: r.get("text_hash"),
+                    plan_hash: r.get("plan_hash"),
                 };
                 (m.model_id.clone(), m)
             })
@@ -260,6 +266,8 @@ mod tests {
             run_id: format!("run-{generation}"),
             generation,
             materialized_at: "2026-01-01T00:00:00Z".into(),
+            text_hash: None,
+            plan_hash: None,
         }
     }
 
