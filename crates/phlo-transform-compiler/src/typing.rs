@@ -132,63 +132,142 @@ pub(crate) fn infer(
             register(&ctx, name, schema.clone());
         }
     }
+    // Models of one topological level only read earlier levels: plan each level in parallel,
+    // then register its schemas for the next.
+    for level in levels(models, order) {
+        let mut work = Vec::with_capacity(level.len());
+        for i in level {
+            // A model over an erroneous upstream is not typed: its error is already reported.
+            if models[i].has_errors
+                || models[i]
+                    .upstream
+                    .iter()
+                    .any(|&u| models[u].has_errors || models[u].schema.is_none())
+            {
+                continue;
+            }
+            if workspace.models[i].config.analysis.value == AnalysisMode::Off {
+                models[i].schema = Some(ModelSchema::Unknown {
+                    reason: "analysis is off for this model".into(),
+                });
+                continue;
+            }
+            if let Some(reason) = unknown_input(models, i, catalog) {
+                models[i].schema = Some(ModelSchema::Unknown { reason });
+                continue;
+            }
+            let dotted = |t: &Target| match t {
+                Target::Model(u) => models[*u].name.to_string(),
+                Target::Source(s) => s.clone(),
+            };
+            if let Some(query) = executable_query(models, i, &dotted) {
+                work.push((i, query));
+            }
+        }
+        for (i, planned) in plan_in_parallel(&ctx, work) {
+            record(i, planned, models, workspace, &ctx, diagnostics);
+        }
+    }
+}
+
+/// Groups `order` by depth: a model's level is one more than its deepest upstream's.
+fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
+    let mut depth = vec![0usize; models.len()];
+    let mut out: Vec<Vec<usize>> = Vec::new();
     for &i in order {
-        // A model over an erroneous upstream is not typed: its error is already reported.
-        if models[i].has_errors
-            || models[i]
-                .upstream
-                .iter()
-                .any(|&u| models[u].has_errors || models[u].schema.is_none())
-        {
-            continue;
+        let d = models[i]
+            .upstream
+            .iter()
+            .map(|&u| depth[u] + 1)
+            .max()
+            .unwrap_or(0);
+        depth[i] = d;
+        if out.len() <= d {
+            out.resize_with(d + 1, Vec::new);
         }
-        let mode = workspace.models[i].config.analysis.value;
-        if mode == AnalysisMode::Off {
-            models[i].schema = Some(ModelSchema::Unknown {
-                reason: "analysis is off for this model".into(),
-            });
-            continue;
+        out[d].push(i);
+    }
+    out
+}
+
+type Planned = Result<LogicalPlan, DataFusionError>;
+
+/// Plans the queries on up to `available_parallelism` threads, one session state each.
+fn plan_in_parallel(
+    ctx: &SessionContext,
+    work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
+) -> Vec<(usize, Planned)> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(work.len().max(1));
+    let plan_all = |chunk: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>| {
+        let state = ctx.state();
+        chunk
+            .into_iter()
+            .map(|(i, query)| {
+                let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
+                (
+                    i,
+                    futures::executor::block_on(state.statement_to_plan(statement)),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    if threads <= 1 || work.len() < 8 {
+        return plan_all(work);
+    }
+    let mut chunks: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+    for (n, item) in work.into_iter().enumerate() {
+        chunks[n % threads].push(item);
+    }
+    let mut out: Vec<(usize, Planned)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || plan_all(chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("planning threads do not panic"))
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out
+}
+
+/// Stores a planned model's schema, or turns its planning error into a diagnostic.
+fn record(
+    i: usize,
+    planned: Planned,
+    models: &mut [CompiledModel],
+    workspace: &Workspace,
+    ctx: &SessionContext,
+    diagnostics: &mut Diagnostics,
+) {
+    match planned {
+        Ok(plan) => {
+            let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+            register(ctx, models[i].name.as_str(), arrow.clone());
+            models[i].schema = Some(ModelSchema::known(arrow));
+            models[i].plan = Some(Arc::new(plan));
         }
-        if let Some(reason) = unknown_input(models, i, catalog) {
-            models[i].schema = Some(ModelSchema::Unknown { reason });
-            continue;
-        }
-        let dotted = |t: &Target| match t {
-            Target::Model(u) => models[*u].name.to_string(),
-            Target::Source(s) => s.clone(),
-        };
-        let Some(query) = executable_query(models, i, &dotted) else {
-            continue;
-        };
-        let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-        let planned: Result<LogicalPlan, DataFusionError> =
-            futures::executor::block_on(ctx.state().statement_to_plan(statement));
-        match planned {
-            Ok(plan) => {
-                let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                register(&ctx, models[i].name.as_str(), arrow.clone());
-                models[i].schema = Some(ModelSchema::known(arrow));
-                models[i].plan = Some(Arc::new(plan));
+        Err(e) => {
+            let mut d = type_diagnostic(&e, &models[i]);
+            if d.code == codes::UNKNOWN_FUNCTION {
+                suggest_functions(&mut d, ctx);
             }
-            Err(e) => {
-                let mut d = type_diagnostic(&e, &models[i]);
-                if d.code == codes::UNKNOWN_FUNCTION {
-                    suggest_functions(&mut d, &ctx);
-                }
-                // Baseline: what DataFusion cannot type is not the user's error.
-                if mode == AnalysisMode::Baseline
-                    && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE)
-                {
-                    d.severity = phlo_transform_core::Severity::Warning;
-                    d = d.with_note("analysis is `baseline`: the model's schema is unknown");
-                    models[i].schema = Some(ModelSchema::Unknown {
-                        reason: d.message.clone(),
-                    });
-                } else {
-                    models[i].has_errors = true;
-                }
-                diagnostics.push(d);
+            // Baseline: what DataFusion cannot type is not the user's error.
+            let baseline = workspace.models[i].config.analysis.value == AnalysisMode::Baseline;
+            if baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
+                d.severity = phlo_transform_core::Severity::Warning;
+                d = d.with_note("analysis is `baseline`: the model's schema is unknown");
+                models[i].schema = Some(ModelSchema::Unknown {
+                    reason: d.message.clone(),
+                });
+            } else {
+                models[i].has_errors = true;
             }
+            diagnostics.push(d);
         }
     }
 }
