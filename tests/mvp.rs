@@ -246,3 +246,43 @@ fn plan_says_whether_an_edit_is_text_only_ast_level_or_semantic() {
         (Some("semantic"), Some("sql_semantic_change"))
     );
 }
+
+#[test]
+fn apply_executes_a_stored_plan_and_rejects_it_once_stale() {
+    let ws = workspace("mvp");
+    let dir = ws.path();
+    let plan = run(dir, &["plan", "--json"]).json();
+    let plan_id = plan["plan_id"].as_str().unwrap().to_string();
+
+    // Edit a model after planning: the stored plan no longer describes what would run.
+    let results = dir.join("workflows/assay/transforms/results.sql");
+    std::fs::write(&results, "select * from assay.raw where result > 4\n").unwrap();
+    let stale = run(dir, &["apply", &plan_id, "--json"]);
+    assert_eq!(stale.code, 2, "{}", stale.stdout);
+    let d = &stale.json()["diagnostics"][0];
+    assert_eq!(d["code"], "L002");
+    assert!(
+        d["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("assay.results:")),
+        "{d}"
+    );
+    assert!(
+        !dir.join(".phlo/warehouse/assay.raw").exists(),
+        "a stale plan must not run anything"
+    );
+
+    // Replanned, the new id applies.
+    let replanned = run(dir, &["plan", "--json"]).json();
+    let new_id = replanned["plan_id"].as_str().unwrap().to_string();
+    assert_ne!(new_id, plan_id);
+    let applied = run(dir, &["apply", &new_id, "--json"]);
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    assert_eq!(applied.json()["plan_id"], new_id.as_str());
+
+    let unknown = run(dir, &["apply", "0000000000000000"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains("error[L003]"), "{}", unknown.stderr);
+}

@@ -395,7 +395,96 @@ pub async fn run(paths: &Paths, jobs: Option<usize>, json: bool) -> u8 {
     let jobs = jobs
         .or(c.workspace.config.transform.execution.max_concurrency)
         .unwrap_or(4);
-    execute_plan(paths, c, jobs, json, "run", |p| p).await
+    execute_plan(paths, c, jobs, json, "run", Ok).await
+}
+
+/// Executes exactly the stored plan `plan_id`, or rejects it as stale when planning again now
+/// gives a different plan (model files, configuration, dependencies, source states or recorded
+/// versions changed since it was made).
+pub async fn apply(paths: &Paths, plan_id: &str, jobs: Option<usize>, json: bool) -> u8 {
+    let c = match compile_or_report(paths, json) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let stored = match open_state(paths).await {
+        Ok(store) => store.load_plan(plan_id).await,
+        Err(d) => return fatal(d, json),
+    };
+    let stored: Plan = match stored.map(|p| p.and_then(|v| serde_json::from_value(v).ok())) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return fatal(
+                Diagnostic::error(codes::UNKNOWN_PLAN, format!("no stored plan `{plan_id}`"))
+                    .with_help("`phlo-transform plan` prints the id of the plan it stores"),
+                json,
+            )
+        }
+        Err(e) => {
+            return fatal(
+                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+                    .with_help("check the state database"),
+                json,
+            )
+        }
+    };
+    let jobs = jobs
+        .or(c.workspace.config.transform.execution.max_concurrency)
+        .unwrap_or(4);
+    execute_plan(paths, c, jobs, json, "apply", move |fresh| {
+        if fresh.plan_id == stored.plan_id {
+            return Ok(fresh);
+        }
+        let mut changes = Vec::new();
+        for m in &fresh.models {
+            match stored.models.iter().find(|s| s.name == m.name) {
+                None => changes.push(format!("{}: new in the workspace", m.name)),
+                Some(s)
+                    if (s.decision, &s.version, &s.previous_version)
+                        != (m.decision, &m.version, &m.previous_version) =>
+                {
+                    let short = |v: &Option<String>| {
+                        v.as_deref()
+                            .map(|v| v[..12.min(v.len())].to_string())
+                            .unwrap_or_else(|| "-".into())
+                    };
+                    changes.push(format!(
+                        "{}: {} {} (recorded {}) then, {} {} (recorded {}) now",
+                        m.name,
+                        s.decision.label(),
+                        short(&s.version),
+                        short(&s.previous_version),
+                        m.decision.label(),
+                        short(&m.version),
+                        short(&m.previous_version)
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        for s in stored
+            .models
+            .iter()
+            .filter(|s| !fresh.models.iter().any(|m| m.name == s.name))
+        {
+            changes.push(format!("{}: no longer in the workspace", s.name));
+        }
+        let mut d = Diagnostic::error(
+            codes::STALE_PLAN,
+            format!(
+                "plan `{}` is stale: the workspace or its state changed since it was made",
+                stored.plan_id
+            ),
+        )
+        .with_help(format!(
+            "review the new plan (`phlo-transform plan`) and apply its id (`{}`)",
+            fresh.plan_id
+        ));
+        for change in changes {
+            d = d.with_note(change);
+        }
+        Err(d)
+    })
+    .await
 }
 
 pub async fn test(paths: &Paths, json: bool) -> u8 {
@@ -404,22 +493,29 @@ pub async fn test(paths: &Paths, json: bool) -> u8 {
         Err(code) => return code,
     };
     // Test what exists: nothing is built; models whose relation is missing block their tests.
-    execute_plan(paths, c, 1, json, "test", |mut p| {
-        for m in &mut p.models {
-            if m.decision == Decision::Build {
-                let never = m
-                    .reasons
-                    .iter()
-                    .any(|r| r.kind == phlo_transform_plan::ReasonKind::MissingRelation);
-                m.decision = if never {
-                    Decision::Blocked
-                } else {
-                    Decision::Skip
-                };
+    execute_plan(
+        paths,
+        c,
+        1,
+        json,
+        "test",
+        |mut p| -> Result<Plan, Diagnostic> {
+            for m in &mut p.models {
+                if m.decision == Decision::Build {
+                    let never = m
+                        .reasons
+                        .iter()
+                        .any(|r| r.kind == phlo_transform_plan::ReasonKind::MissingRelation);
+                    m.decision = if never {
+                        Decision::Blocked
+                    } else {
+                        Decision::Skip
+                    };
+                }
             }
-        }
-        p
-    })
+            Ok(p)
+        },
+    )
     .await
 }
 
@@ -429,7 +525,7 @@ async fn execute_plan(
     jobs: usize,
     json: bool,
     command: &str,
-    adjust: impl FnOnce(Plan) -> Plan,
+    adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
 ) -> u8 {
     let store = match open_state(paths).await {
         Ok(s) => Arc::new(s),
@@ -440,11 +536,14 @@ async fn execute_plan(
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
     let engine = Arc::new(engine);
-    let p = match make_plan(&c, engine.as_ref(), store.as_ref()).await {
-        Ok(p) => adjust(p),
+    let p = match make_plan(&c, engine.as_ref(), store.as_ref())
+        .await
+        .and_then(adjust)
+    {
+        Ok(p) => p,
         Err(d) => return fatal(d, json),
     };
-    if !json && command == "run" {
+    if !json && command != "test" {
         print!("{}", render::plan(&p));
         println!();
     }

@@ -56,6 +56,14 @@ pub enum Command {
     },
     /// Show what a run would do and why, without changing anything.
     Plan,
+    /// Execute exactly a stored plan; rejected as stale if planning again gives another plan.
+    Apply {
+        /// The id `plan` printed.
+        plan_id: String,
+        /// Models built at once (default: [transform.execution] max_concurrency, else 4).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
     /// Plan, then build what changed in dependency order, then run the tests.
     Run {
         /// Models built at once (default: [transform.execution] max_concurrency, else 4).
@@ -121,6 +129,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::List => commands::list(&paths, json).await,
         Command::Inspect { model, config } => commands::inspect(&paths, &model, config, json).await,
         Command::Plan => commands::plan(&paths, json).await,
+        Command::Apply { plan_id, jobs } => commands::apply(&paths, &plan_id, jobs, json).await,
         Command::Run { jobs } => commands::run(&paths, jobs, json).await,
         Command::Test => commands::test(&paths, json).await,
         Command::Clean { all } => commands::clean(&paths, all, json),

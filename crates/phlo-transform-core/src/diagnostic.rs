@@ -67,6 +67,8 @@ pub mod codes {
     pub const CONTRACT_UNCHECKED: Code = Code("K005");
     // PLAN
     pub const INCREMENTAL_AS_TABLE: Code = Code("L001");
+    pub const STALE_PLAN: Code = Code("L002");
+    pub const UNKNOWN_PLAN: Code = Code("L003");
     // ADAPTER
     pub const QUERY_FAILED: Code = Code("A001");
     pub const WRITE_FAILED: Code = Code("A002");
