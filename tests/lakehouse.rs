@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::{by_name, run};
+use common::{by_name, run, write_file};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,12 +77,6 @@ fn python(script: &str, args: &[&Path], extra: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 /// A temporary directory holding the workspace (`ws/`) and, next to it, the Iceberg catalog.
@@ -151,25 +145,25 @@ fn lake() -> Lake {
         iceberg_1: Value::Null,
     };
     let ws = &lake.ws;
-    write(ws, "phlo.toml", "[transform]\n");
-    write(
+    write_file(ws, "phlo.toml", "[transform]\n");
+    write_file(
         ws,
         "transforms/lab/results_by_site.sql",
         "-- @table\nselect site, count(*) as n, sum(value) as total\nfrom lims.results\ngroup by site\n",
     );
-    write(
+    write_file(
         ws,
         "transforms/lab/samples_by_site.sql",
         "-- @table\nselect site, count(*) as samples, sum(case when passed then 1 else 0 end) as passed\n\
          from lims.samples\ngroup by site\n",
     );
-    write(
+    write_file(
         ws,
         "transforms/lab/results_samples.sql",
         "-- @table\nselect r.id, r.site, r.value, s.sample_id, s.passed\n\
          from lims.results r\njoin lims.samples s on r.site = s.site\n",
     );
-    write(
+    write_file(
         ws,
         "transforms/reporting/site_summary.sql",
         "-- @table\nselect r.site, r.n, r.total, s.samples, s.passed\n\
@@ -648,7 +642,7 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
         .unwrap_or_else(|_| panic!("{} is not below {}", metadata.display(), ws.display()))
         .to_string_lossy()
         .replace('\\', "/");
-    write(
+    write_file(
         &ws,
         "phlo.toml",
         &format!(
@@ -657,17 +651,17 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
              [source.\"raw.samples_pinned\"]\nlocation = \"{pinned}\"\n"
         ),
     );
-    write(
+    write_file(
         &ws,
         "transforms/shop/orders_by_site.sql",
         "-- @table\nselect site, count(*) as n from raw.orders group by site\n",
     );
-    write(
+    write_file(
         &ws,
         "transforms/shop/samples.sql",
         "-- @table\nselect * from raw.samples\n",
     );
-    write(
+    write_file(
         &ws,
         "transforms/shop/samples_pinned.sql",
         "-- @table\nselect * from raw.samples_pinned\n",
@@ -745,7 +739,7 @@ fn declared_delta_and_iceberg_sources_follow_their_location() {
 fn an_iceberg_schema_change_is_a_source_change_and_reads_the_current_schema() {
     let lake = lake();
     let dir = &lake.ws;
-    write(
+    write_file(
         dir,
         "transforms/lab/samples_all.sql",
         "-- @table\nselect * from lims.samples\n",
@@ -759,7 +753,7 @@ fn an_iceberg_schema_change_is_a_source_change_and_reads_the_current_schema() {
     assert_eq!(evolved["schema_id"], 1, "{evolved}");
 
     // A new model that reads the new column.
-    write(
+    write_file(
         dir,
         "transforms/lab/sample_notes.sql",
         "-- @table\nselect sample_id, note from lims.samples\n",

@@ -3,40 +3,33 @@
 
 mod common;
 
-use common::{by_name, run};
-use std::path::Path;
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use common::{by_name, run, write_file};
 
 fn lab() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
+    write_file(
         root,
         "phlo.toml",
         "[transform]\ndefault_materialization = \"view\"\n\n[vars]\nmin_value = 2\n",
     );
-    write(
+    write_file(
         root,
         "sources/lims/samples.csv",
         "sample_id,site,value\nS1,oxford,1.5\nS2,oxford,2.5\nS3,cambridge,3.5\n",
     );
-    write(
+    write_file(
         root,
         "transforms/lab/transform.toml",
         "owner = \"lab-team\"\n\n[folder.marts]\nmaterialized = \"table\"\n",
     );
-    write(root, "transforms/lab/staging/samples.sql", "-- @id lab.samples_v1\n-- @key sample_id\nselect sample_id, site, value from lims.samples\n");
-    write(
+    write_file(root, "transforms/lab/staging/samples.sql", "-- @id lab.samples_v1\n-- @key sample_id\nselect sample_id, site, value from lims.samples\n");
+    write_file(
         root,
         "transforms/lab/marts/by_site.sql",
         "select site, count(*) as n, sum(value) as total\nfrom staging.samples\ngroup by site\n",
     );
-    write(
+    write_file(
         root,
         "transforms/lab/marts/high.sql",
         "-- @tags qc\nselect * from {{ ref(\"lab.staging.samples\") }} where value > {{ var(\"min_value\") }}\n",
@@ -69,7 +62,7 @@ fn a_changed_source_file_rebuilds_its_readers_with_source_change() {
         2
     );
 
-    write(
+    write_file(
         dir,
         "sources/lims/samples.csv",
         "sample_id,site,value\nS1,oxford,1.5\nS2,oxford,2.5\nS3,cambridge,3.5\nS4,leeds,9.0\n",

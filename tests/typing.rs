@@ -2,21 +2,15 @@
 
 mod common;
 
-use common::run;
+use common::{run, write_file};
 use std::path::Path;
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn workspace(phlo_toml: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "phlo.toml", &format!("{phlo_toml}\n[source.\"lims.events\".columns]\nid = \"bigint\"\nstarted = \"timestamp\"\nfinished = \"timestamp\"\npayload = \"varchar\"\n"));
-    write(root, "transforms/lab/durations.sql", "select id, date_diff('day', started, finished) as days,\n       json_extract_scalar(payload, '$.site') as site\nfrom lims.events\n");
-    write(
+    write_file(root, "phlo.toml", &format!("{phlo_toml}\n[source.\"lims.events\".columns]\nid = \"bigint\"\nstarted = \"timestamp\"\nfinished = \"timestamp\"\npayload = \"varchar\"\n"));
+    write_file(root, "transforms/lab/durations.sql", "select id, date_diff('day', started, finished) as days,\n       json_extract_scalar(payload, '$.site') as site\nfrom lims.events\n");
+    write_file(
         root,
         "transforms/lab/summary.sql",
         "select site, sum(days) as total_days from lab.durations group by site\n",
@@ -109,8 +103,8 @@ fn an_unknown_dialect_is_a_config_error() {
 fn contract_workspace(contract: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "phlo.toml", contract);
-    write(
+    write_file(root, "phlo.toml", contract);
+    write_file(
         root,
         "transforms/assay/assay_results.sql",
         "-- @key experiment_id\nselect 'e1' as experiment_id, cast(nullif(1.5, 0) as double) as result, 2 as replicate\n",

@@ -75,15 +75,20 @@ fn model_rows(c: &Compilation) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The `check --json` document: models and every diagnostic.
+fn print_check_json(c: &Compilation) {
+    println!(
+        "{}",
+        json!({ "models": model_rows(c), "diagnostics": c.diagnostics })
+    );
+}
+
 /// Compiles, prints diagnostics, and returns the compilation if it has no errors.
 fn compile_or_report(paths: &Paths, json: bool) -> Result<Compilation, u8> {
     let c = compile(paths).map_err(|d| fatal(d, json))?;
     if c.has_errors() {
         if json {
-            println!(
-                "{}",
-                json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
-            );
+            print_check_json(&c);
         } else {
             render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
             eprintln!("error: compilation failed: {}", render::summary_line(&c));
@@ -103,10 +108,7 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
     };
     let _ = write_compile_artifacts(paths, &c);
     if json {
-        println!(
-            "{}",
-            json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
-        );
+        print_check_json(&c);
     } else {
         render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
         let order: Vec<&str> = c.order.iter().map(|&i| c.models[i].name.as_str()).collect();
@@ -128,10 +130,7 @@ pub async fn list(paths: &Paths, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     if json {
-        println!(
-            "{}",
-            json!({ "models": model_rows(&c), "diagnostics": c.diagnostics })
-        );
+        print_check_json(&c);
     } else {
         let width = c
             .models

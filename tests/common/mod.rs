@@ -39,6 +39,13 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Writes `text` to `root/rel`, creating the folders.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 pub struct Output {
     pub code: i32,
     pub stdout: String,

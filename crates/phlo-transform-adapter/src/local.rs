@@ -304,16 +304,18 @@ impl LocalEngine {
     }
 
     async fn count_table(&self, relation: &str) -> Result<u64, AdapterError> {
-        let df = self
-            .ctx
-            .table(TableReference::bare(relation))
-            .await
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        df.count()
-            .await
-            .map(|n| n as u64)
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        count_rows_of(self.ctx.table(TableReference::bare(relation)).await).await
     }
+}
+
+async fn count_rows_of(
+    df: datafusion::common::Result<datafusion::dataframe::DataFrame>,
+) -> Result<u64, AdapterError> {
+    let df = df.map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+    df.count()
+        .await
+        .map(|n| n as u64)
+        .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
 }
 
 /// Storage and commit-contention failures may pass on a retry; anything else (a cast that
@@ -434,14 +436,6 @@ impl Adapter for LocalEngine {
 
     async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
         let plan = self.plan_query(query).await?;
-        let df = self
-            .ctx
-            .execute_logical_plan(plan)
-            .await
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        df.count()
-            .await
-            .map(|n| n as u64)
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        count_rows_of(self.ctx.execute_logical_plan(plan).await).await
     }
 }
