@@ -89,8 +89,11 @@ impl Compilation {
 
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
         let mut edges = Vec::new();
-        for (index, file) in workspace.models.iter().enumerate() {
-            let (model, diags) = compile_model(index, file, &workspace, &resolver, &sql_dialect);
+        let compiled = crate::par::map(
+            workspace.models.iter().enumerate().collect(),
+            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
+        );
+        for (index, (model, diags)) in compiled.into_iter().enumerate() {
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -348,10 +351,41 @@ fn compute_versions(
     ws: &Workspace,
     catalog: &CatalogSnapshot,
 ) {
+    // The per-model parts (canonical SQL, fingerprints) in parallel; the versions, which chain
+    // through upstream versions, in topological order.
+    let parts: Vec<Option<(String, Fingerprints)>> =
+        crate::par::map((0..models.len()).collect(), |i| {
+            let m = &models[i];
+            if m.has_errors {
+                return None;
+            }
+            let query = m.query.as_ref()?;
+            let canonical = canonical_text(query, |parts| {
+                let target = m
+                    .relations
+                    .iter()
+                    .find(|r| r.relation.parts == parts)?
+                    .target
+                    .as_ref()?;
+                Some(match target {
+                    Target::Model(u) => format!("model:{}", models[*u].id),
+                    Target::Source(s) => format!("source:{s}"),
+                })
+            });
+            let fingerprints = Fingerprints {
+                text: phlo_transform_core::hash::sha256_hex(&ws.models[i].text),
+                plan: m
+                    .plan
+                    .as_ref()
+                    .map(|p| plan_fingerprint(&p.display_indent_schema().to_string())),
+            };
+            Some((canonical, fingerprints))
+        });
+    let mut parts: Vec<Option<(String, Fingerprints)>> = parts;
     for &i in order {
-        if models[i].has_errors {
+        let Some((canonical, fingerprints)) = parts[i].take() else {
             continue;
-        }
+        };
         let mut upstream = BTreeMap::new();
         let mut complete = true;
         for &u in &models[i].upstream {
@@ -371,38 +405,15 @@ fn compute_versions(
                 None => complete = false,
             }
         }
-        if !complete {
-            continue;
+        if complete {
+            models[i].version = Some(ModelVersion::compute(
+                &canonical,
+                &ws.models[i].config,
+                upstream,
+                sources,
+                fingerprints,
+            ));
         }
-        let Some(query) = &models[i].query else {
-            continue;
-        };
-        let relations = &models[i].relations;
-        let canonical = canonical_text(query, |parts| {
-            let target = relations
-                .iter()
-                .find(|r| r.relation.parts == parts)?
-                .target
-                .as_ref()?;
-            Some(match target {
-                Target::Model(u) => format!("model:{}", models[*u].id),
-                Target::Source(s) => format!("source:{s}"),
-            })
-        });
-        let fingerprints = Fingerprints {
-            text: phlo_transform_core::hash::sha256_hex(&ws.models[i].text),
-            plan: models[i]
-                .plan
-                .as_ref()
-                .map(|p| plan_fingerprint(&p.display_indent_schema().to_string())),
-        };
-        models[i].version = Some(ModelVersion::compute(
-            &canonical,
-            &ws.models[i].config,
-            upstream,
-            sources,
-            fingerprints,
-        ));
     }
 }
 

@@ -8,6 +8,7 @@ pub mod compile;
 pub mod contracts;
 pub mod dialect;
 pub mod graph;
+mod par;
 pub mod resolve;
 pub mod schemas;
 pub mod tests;

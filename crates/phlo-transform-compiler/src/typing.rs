@@ -197,11 +197,7 @@ fn plan_in_parallel(
     ctx: &SessionContext,
     work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
 ) -> Vec<(usize, Planned)> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(work.len().max(1));
-    let plan_all = |chunk: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>| {
+    crate::par::map_chunks(work, |chunk| {
         let state = ctx.state();
         chunk
             .into_iter()
@@ -212,27 +208,8 @@ fn plan_in_parallel(
                     futures::executor::block_on(state.statement_to_plan(statement)),
                 )
             })
-            .collect::<Vec<_>>()
-    };
-    if threads <= 1 || work.len() < 8 {
-        return plan_all(work);
-    }
-    let mut chunks: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-    for (n, item) in work.into_iter().enumerate() {
-        chunks[n % threads].push(item);
-    }
-    let mut out: Vec<(usize, Planned)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| scope.spawn(move || plan_all(chunk)))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("planning threads do not panic"))
             .collect()
-    });
-    out.sort_by_key(|(i, _)| *i);
-    out
+    })
 }
 
 /// Stores a planned model's schema, or turns its planning error into a diagnostic.
