@@ -32,10 +32,8 @@ fn write_artifact(
         std::fs::create_dir_all(&paths.artifacts)?;
         let path = paths.artifacts.join(name);
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(value).expect("reports serialise"),
-        )?;
+        // Compact: the manifest of a 10,000-model workspace is tens of megabytes.
+        std::fs::write(&tmp, serde_json::to_vec(value).expect("reports serialise"))?;
         std::fs::rename(tmp, path)
     };
     write().map_err(|e| {
@@ -84,14 +82,14 @@ fn print_check_json(c: &Compilation) {
 }
 
 /// Compiles, prints diagnostics, and returns the compilation if it has no errors.
-fn compile_or_report(paths: &Paths, json: bool) -> Result<Compilation, u8> {
+fn compile_or_report(paths: &Paths, json: bool) -> Result<&'static Compilation, u8> {
     let c = compile(paths).map_err(|d| fatal(d, json))?;
     if c.has_errors() {
         if json {
-            print_check_json(&c);
+            print_check_json(c);
         } else {
             render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
-            eprintln!("error: compilation failed: {}", render::summary_line(&c));
+            eprintln!("error: compilation failed: {}", render::summary_line(c));
         }
         return Err(EXIT_ERRORS);
     }
@@ -106,16 +104,16 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    let _ = write_compile_artifacts(paths, &c);
+    let _ = write_compile_artifacts(paths, c);
     if json {
-        print_check_json(&c);
+        print_check_json(c);
     } else {
         render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
         let order: Vec<&str> = c.order.iter().map(|&i| c.models[i].name.as_str()).collect();
         if !c.has_errors() && order.len() <= 20 {
             println!("Build order: {}", order.join(" → "));
         }
-        println!("Checked {}", render::summary_line(&c));
+        println!("Checked {}", render::summary_line(c));
     }
     if c.has_errors() {
         EXIT_ERRORS
@@ -130,7 +128,7 @@ pub async fn list(paths: &Paths, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     if json {
-        print_check_json(&c);
+        print_check_json(c);
     } else {
         let width = c
             .models
@@ -355,8 +353,8 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
-    let (engine, _) = open_engine(paths, &c).await;
-    let p = match make_plan(&c, &engine, &store).await {
+    let (engine, _) = open_engine(paths, c).await;
+    let p = match make_plan(c, &engine, &store).await {
         Ok(p) => p,
         Err(d) => return fatal(d, json),
     };
@@ -374,7 +372,7 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
         );
     }
     let artifacts =
-        write_compile_artifacts(paths, &c).and_then(|_| write_artifact(paths, "plan.json", &p));
+        write_compile_artifacts(paths, c).and_then(|_| write_artifact(paths, "plan.json", &p));
     if let Err(d) = artifacts {
         return fatal(d, json);
     }
@@ -520,7 +518,7 @@ pub async fn test(paths: &Paths, json: bool) -> u8 {
 
 async fn execute_plan(
     paths: &Paths,
-    c: Compilation,
+    c: &Compilation,
     jobs: usize,
     json: bool,
     command: &str,
@@ -530,12 +528,12 @@ async fn execute_plan(
         Ok(s) => Arc::new(s),
         Err(d) => return fatal(d, json),
     };
-    let (engine, engine_diags) = open_engine(paths, &c).await;
+    let (engine, engine_diags) = open_engine(paths, c).await;
     if !json {
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
     let engine = Arc::new(engine);
-    let p = match make_plan(&c, engine.as_ref(), store.as_ref())
+    let p = match make_plan(c, engine.as_ref(), store.as_ref())
         .await
         .and_then(adjust)
     {
@@ -550,7 +548,7 @@ async fn execute_plan(
         jobs,
         command: command.to_string(),
     };
-    let report = match execute(&c, &p, engine, store, &options).await {
+    let report = match execute(c, &p, engine, store, &options).await {
         Ok(r) => r,
         Err(e) => {
             return fatal(
@@ -560,7 +558,7 @@ async fn execute_plan(
             )
         }
     };
-    let artifacts = write_compile_artifacts(paths, &c)
+    let artifacts = write_compile_artifacts(paths, c)
         .and_then(|_| write_artifact(paths, "plan.json", &p))
         .and_then(|_| write_artifact(paths, "run.json", &report));
     if let Err(d) = artifacts {

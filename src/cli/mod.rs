@@ -151,10 +151,15 @@ fn redact(url: &str) -> String {
 }
 
 /// Loads and compiles the workspace at `paths.root`.
-pub fn compile(paths: &Paths) -> Result<Compilation, Diagnostic> {
+///
+/// A command compiles once and exits, so the compilation is leaked on purpose: freeing every
+/// AST, plan and schema at exit costs about 0.4 s at 10,000 models and buys nothing.
+pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
     let ws = Workspace::load(&paths.root)?;
     let (catalog, diags) = CatalogSnapshot::load(&ws);
-    Ok(Compilation::compile(ws, catalog, diags))
+    Ok(Box::leak(Box::new(Compilation::compile(
+        ws, catalog, diags,
+    ))))
 }
 
 pub async fn open_state(paths: &Paths) -> Result<SqliteStateStore, Diagnostic> {
