@@ -167,6 +167,18 @@ pub async fn execute(
                 }
                 let index = c.model_index(&m.name).expect("planned models exist");
                 let Some(query) = c.executable_query(index, &physical) else {
+                    // Only a model without a parsed query gets here, and those never plan to
+                    // build; fail it rather than leave it pending forever.
+                    states.insert(&m.name, State::Failed);
+                    let r = results.get_mut(m.name.as_str()).expect("result");
+                    r.status = "failed".into();
+                    r.error = Some(ErrorInfo {
+                        code: codes::TASK_PANICKED.0.into(),
+                        category: "internal".into(),
+                        message: "the model's executable SQL could not be built".into(),
+                    });
+                    ctx.record("model", &m.name, r).await?;
+                    progressed = true;
                     continue;
                 };
                 states.insert(&m.name, State::Running);
