@@ -1,0 +1,69 @@
+//! SPEC §63–64 on the local engine: A → B → C and D → E with B failing at execution.
+
+mod common;
+
+use common::{by_name, run, write_file};
+
+#[test]
+fn independent_branches_continue_and_dependents_of_a_failure_are_blocked() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id, 'seven' as label\n",
+    );
+    // Type-checks (a string cast to int) but fails when it runs.
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id, cast(label as int) as n from x.a\n",
+    );
+    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
+    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
+    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+    for jobs in ["1", "4"] {
+        let _ = std::fs::remove_dir_all(root.join(".phlo"));
+        let out = run(root, &["run", "--jobs", jobs, "--json"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        let report = out.json();
+        let status = by_name(&report, "status");
+        let want: Vec<(&str, &str)> = vec![
+            ("x.a", "passed"),
+            ("x.b", "failed"),
+            ("x.c", "blocked"),
+            ("x.d", "passed"),
+            ("x.e", "passed"),
+        ];
+        for (model, s) in want {
+            assert_eq!(status[model], s, "--jobs {jobs}: {model}");
+        }
+        let b = report["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "x.b")
+            .unwrap();
+        assert_eq!(b["error"]["code"], "A001");
+        assert_eq!(b["error"]["category"], "sql");
+        assert!(
+            !root.join(".phlo/warehouse/x.c").exists(),
+            "a blocked model never runs"
+        );
+        // State records the failure and the block; the next plan rebuilds b and c only.
+        let plan = run(root, &["plan", "--json"]).json();
+        let decisions = by_name(&plan, "decision");
+        assert_eq!(
+            (
+                decisions["x.a"].as_str(),
+                decisions["x.b"].as_str(),
+                decisions["x.c"].as_str()
+            ),
+            ("skip", "build", "build")
+        );
+        assert_eq!(
+            (decisions["x.d"].as_str(), decisions["x.e"].as_str()),
+            ("skip", "skip")
+        );
+    }
+}
