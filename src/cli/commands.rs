@@ -353,7 +353,8 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
-    let (engine, _) = open_engine(paths, c).await;
+    // Planning only asks whether relations exist: nothing needs opening.
+    let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
     let p = match make_plan(c, &engine, &store).await {
         Ok(p) => p,
         Err(d) => return fatal(d, json),

@@ -67,23 +67,7 @@ impl LocalEngine {
     /// relation registered. Sources that cannot be registered are reported, not fatal: the
     /// models that read them fail when they run.
     pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
-        let mut config = SessionConfig::new();
-        config.options_mut().sql_parser.map_string_types_to_utf8view = false;
-        config
-            .options_mut()
-            .execution
-            .parquet
-            .schema_force_view_types = false;
-        // Delta's planner turns delta-rs's write nodes into execution plans.
-        let state = SessionStateBuilder::new()
-            .with_default_features()
-            .with_config(config)
-            .with_query_planner(DeltaPlanner::new())
-            .build();
-        let engine = LocalEngine {
-            ctx: SessionContext::new_with_state(state),
-            warehouse: warehouse.to_path_buf(),
-        };
+        let engine = Self::unregistered(warehouse);
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -109,6 +93,28 @@ impl LocalEngine {
             };
         }
         (engine, problems)
+    }
+
+    /// An engine with nothing registered: enough to name relations and see whether they exist
+    /// (what planning needs), without opening every table.
+    pub fn unregistered(warehouse: &Path) -> LocalEngine {
+        let mut config = SessionConfig::new();
+        config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+        config
+            .options_mut()
+            .execution
+            .parquet
+            .schema_force_view_types = false;
+        // Delta's planner turns delta-rs's write nodes into execution plans.
+        let state = SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config)
+            .with_query_planner(DeltaPlanner::new())
+            .build();
+        LocalEngine {
+            ctx: SessionContext::new_with_state(state),
+            warehouse: warehouse.to_path_buf(),
+        }
     }
 
     fn table_path(&self, model: &str) -> PathBuf {
