@@ -144,7 +144,13 @@ struct Rep {
     drop: Duration,
     // Breakdown (separate passes, not part of `total`).
     raw_read: Duration,
-    compile_no_versions: Duration,
+    /// Resident-set growth (bytes) across load and across catalog + compile, first run only.
+    rss_load: Option<u64>,
+    rss_compile: Option<u64>,
+    /// `[transform] analysis = "off"`: compile without DataFusion typing.
+    compile_no_typing: Duration,
+    /// Empty catalog: no typing and no versions (every source schema and state unknown).
+    compile_bare: Duration,
     resolve: Duration,
     graph: Duration,
 }
@@ -178,10 +184,12 @@ fn bench_size(n: usize, reps: usize) -> Result<SizeResult, String> {
         let mut r = Rep::default();
 
         // The measured pipeline, exactly as `phlo-transform check` runs it.
+        let rss0 = resident_bytes();
         let t0 = Instant::now();
         let ws = Workspace::load(dir).map_err(|d| format!("Workspace::load: {}", d.message))?;
         let t1 = Instant::now();
         let (catalog, catalog_diags) = CatalogSnapshot::load(&ws);
+        let rss1 = resident_bytes();
         let t2 = Instant::now();
         let c = Compilation::compile(ws, catalog, catalog_diags);
         let t3 = Instant::now();
@@ -189,6 +197,11 @@ fn bench_size(n: usize, reps: usize) -> Result<SizeResult, String> {
         r.catalog = t2 - t1;
         r.compile = t3 - t2;
         r.total = t3 - t0;
+        if out.is_empty() {
+            let rss2 = resident_bytes();
+            r.rss_load = rss0.zip(rss1).map(|(a, b)| b.saturating_sub(a));
+            r.rss_compile = rss1.zip(rss2).map(|(a, b)| b.saturating_sub(a));
+        }
         validate(&c, n)?;
 
         // Breakdown of compile, from separate passes over the same data.
@@ -231,14 +244,38 @@ fn bench_size(n: usize, reps: usize) -> Result<SizeResult, String> {
         drop(c);
         r.drop = t.elapsed();
 
-        // An empty catalog leaves every source unknown, so `compute_versions` stops at the
-        // first model and no canonical text is hashed: compile minus versions.
+        // Typing off: the same compile with `[transform] analysis = "off"`, so no model is
+        // lowered to a DataFusion plan (and versions carry no plan fingerprint).
+        let config = dir.join("phlo.toml");
+        let original = std::fs::read_to_string(&config).map_err(|e| format!("phlo.toml: {e}"))?;
+        let off = original.replacen("[transform]\n", "[transform]\nanalysis = \"off\"\n", 1);
+        std::fs::write(&config, &off).map_err(|e| format!("phlo.toml: {e}"))?;
+        let loaded = Workspace::load(dir);
+        std::fs::write(&config, &original).map_err(|e| format!("phlo.toml: {e}"))?;
+        let ws = loaded.map_err(|d| format!("Workspace::load: {}", d.message))?;
+        let (catalog, catalog_diags) = CatalogSnapshot::load(&ws);
+        let t = Instant::now();
+        let c = Compilation::compile(ws, catalog, catalog_diags);
+        r.compile_no_typing = t.elapsed();
+        if c.diagnostics.has_errors() || c.models.iter().any(|m| m.plan.is_some()) {
+            return Err("compile with analysis off should have no errors and no plans".into());
+        }
+        drop(c);
+
+        // An empty catalog leaves every source unknown: no model is typed (its input schema
+        // is unknown) and no version is computed (its source state is unknown).
         let ws = Workspace::load(dir).map_err(|d| format!("Workspace::load: {}", d.message))?;
         let t = Instant::now();
         let c = Compilation::compile(ws, CatalogSnapshot::default(), Vec::new());
-        r.compile_no_versions = t.elapsed();
-        if c.diagnostics.has_errors() || c.models.iter().any(|m| m.version.is_some()) {
-            return Err("compile without a catalog should have no errors and no versions".into());
+        r.compile_bare = t.elapsed();
+        if c.diagnostics.has_errors()
+            || c.models
+                .iter()
+                .any(|m| m.version.is_some() || m.plan.is_some())
+        {
+            return Err(
+                "compile without a catalog should have no errors, plans or versions".into(),
+            );
         }
         drop(c);
 
@@ -310,6 +347,15 @@ fn read_all_sql(dir: &Path) -> usize {
     total
 }
 
+/// Current resident set size from /proc/self/statm (Linux; `None` elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * if page > 0 { page as u64 } else { 4096 })
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -347,40 +393,63 @@ fn print_report(results: &[SizeResult], reps: usize) {
         );
     }
     println!();
-    println!("Breakdown (median ms; separate passes, so parts need not add up exactly):");
+    println!("Breakdown of compile (median ms; from separate passes, so parts are estimates):");
     println!(
-        "{:>7}  {:>10}  {:>9}  {:>16}  {:>9}  {:>8}  {:>10}  {:>8}",
-        "models", "raw read", "load", "parse+tests+…", "resolve", "graph", "versions", "drop"
+        "{:>7}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>9}  {:>8}  {:>7}",
+        "models", "raw read", "load", "parse etc", "resolve", "graph", "versions", "typing", "drop"
     );
     for r in results {
         let med = |f: &dyn Fn(&Rep) -> Duration| min_median(&r.reps, f).1;
-        let no_versions = med(&|x| x.compile_no_versions);
+        let compile = med(&|x| x.compile);
+        let no_typing = med(&|x| x.compile_no_typing);
+        let bare = med(&|x| x.compile_bare);
         let resolve = med(&|x| x.resolve);
         let graph = med(&|x| x.graph);
-        let versions = med(&|x| x.compile).saturating_sub(no_versions);
-        let rest = no_versions.saturating_sub(resolve + graph);
         println!(
-            "{:>7}  {:>10.1}  {:>9.1}  {:>16.1}  {:>9.1}  {:>8.1}  {:>10.1}  {:>8.1}",
+            "{:>7}  {:>9.1}  {:>9.1}  {:>10.1}  {:>8.1}  {:>7.1}  {:>9.1}  {:>8.1}  {:>7.1}",
             r.n,
             ms(med(&|x| x.raw_read)),
             ms(med(&|x| x.load)),
-            ms(rest),
+            ms(bare.saturating_sub(resolve + graph)),
             ms(resolve),
             ms(graph),
-            ms(versions),
+            ms(no_typing.saturating_sub(bare)),
+            ms(compile.saturating_sub(no_typing)),
             ms(med(&|x| x.drop)),
         );
     }
     println!();
-    println!("  raw read       walk the tree and read every .sql file with std::fs only (I/O floor of load)");
     println!(
-        "  parse+tests+…  compile with an empty catalog (no versions) minus resolve and graph:"
+        "  raw read   walk the tree and read every .sql file with std::fs only (I/O floor of load)"
     );
-    println!("                 SQL parsing, relation extraction, key-test generation, diagnostics");
     println!(
-        "  versions       compile minus compile-with-empty-catalog: canonical SQL text + hashing"
+        "  parse etc  compile with an empty catalog (nothing typed, no versions) minus resolve and"
     );
-    println!("  drop           freeing the Compilation (ASTs), paid by the CLI at exit");
+    println!(
+        "             graph: SQL parsing, relation extraction, key tests, typing-session set-up"
+    );
+    println!("  versions   compile with analysis off minus compile with an empty catalog:");
+    println!("             canonical SQL text and version hashes");
+    println!(
+        "  typing     compile minus compile with `analysis = \"off\"`: lowering every model to a"
+    );
+    println!("             DataFusion LogicalPlan (statement_to_plan) and the plan fingerprints");
+    println!(
+        "  drop       freeing the Compilation (ASTs, plans); the CLI leaks it at exit instead"
+    );
+    let mib = |b: Option<u64>| {
+        b.map_or("n/a".to_string(), |b| {
+            format!("{:.0} MiB", b as f64 / 1048576.0)
+        })
+    };
+    for r in results {
+        println!(
+            "  N={}: resident memory grew {} during load and {} during catalog + compile (first run)",
+            r.n,
+            mib(r.reps[0].rss_load),
+            mib(r.reps[0].rss_compile)
+        );
+    }
     for r in results {
         let s = &r.summary;
         println!(
