@@ -133,18 +133,7 @@ fn inspect_shows_inferred_column_types() {
     );
     let schema = &out.json()["schema"];
     assert_eq!(schema["status"], "known");
-    let cols: Vec<String> = schema["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}:{}",
-                c["name"].as_str().unwrap(),
-                c["type"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let cols: Vec<String> = common::column_types(&schema);
     assert_eq!(
         cols,
         [

@@ -28,18 +28,7 @@ fn trino_functions_type_check_under_the_trino_dialect() {
     let out = run(ws.path(), &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let schema = columns(ws.path(), "lab.durations");
-    let types: Vec<String> = schema["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}:{}",
-                c["name"].as_str().unwrap(),
-                c["type"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let types: Vec<String> = common::column_types(&schema);
     assert_eq!(types, ["id:Int64", "days:Int64", "site:Utf8"]);
     let summary = columns(ws.path(), "lab.summary");
     assert_eq!(summary["columns"][1]["type"], "Int64");

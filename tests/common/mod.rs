@@ -93,3 +93,19 @@ pub fn by_name(
         })
         .collect()
 }
+
+/// `["name:Type", …]` of an `inspect --json` schema.
+pub fn column_types(schema: &serde_json::Value) -> Vec<String> {
+    schema["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}",
+                c["name"].as_str().unwrap(),
+                c["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
