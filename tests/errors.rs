@@ -133,7 +133,7 @@ fn inspect_shows_inferred_column_types() {
     );
     let schema = &out.json()["schema"];
     assert_eq!(schema["status"], "known");
-    let cols: Vec<String> = common::column_types(&schema);
+    let cols: Vec<String> = common::column_types(schema);
     assert_eq!(
         cols,
         [

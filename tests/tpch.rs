@@ -197,7 +197,7 @@ fn every_query_has_the_expected_output_columns() {
         assert_eq!(out.code, 0, "inspect {model}: {}", out.stderr);
         let schema = &out.json()["schema"];
         assert_eq!(schema["status"], "known", "{model}: {schema:#}");
-        let actual: Vec<String> = common::column_types(&schema);
+        let actual: Vec<String> = common::column_types(schema);
         if actual != *expected {
             mismatches.push(format!(
                 "{model}\n  expected {expected:?}\n  actual   {actual:?}"
