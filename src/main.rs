@@ -13,8 +13,14 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let args = cli::Cli::parse();
+    // Views are inlined into the plans that read them, so a deep chain of views is a deep
+    // DataFusion plan, and planning it recurses: the default 2 MiB worker stacks overflow on
+    // a 10-level chain in a debug build. Every thread that plans gets 64 MiB (reserved, not
+    // committed, memory).
+    const STACK: usize = 64 << 20;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(STACK)
         .build()
     {
         Ok(rt) => rt,
@@ -23,5 +29,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    ExitCode::from(runtime.block_on(cli::dispatch(args)))
+    let main = std::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(move || runtime.block_on(cli::dispatch(args)));
+    match main.map(|t| t.join()) {
+        Ok(Ok(code)) => ExitCode::from(code),
+        _ => {
+            eprintln!("error[E002]: phlo-transform stopped unexpectedly; this is a bug");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -67,3 +67,42 @@ fn independent_branches_continue_and_dependents_of_a_failure_are_blocked() {
         );
     }
 }
+
+#[test]
+fn a_deep_chain_of_views_plans_without_overflowing_the_stack() {
+    // Views are inlined into their readers, so 30 chained views make one deep DataFusion plan
+    // for the final table; with default thread stacks this aborted with a stack overflow.
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(
+        root,
+        "transforms/chain/v00.sql",
+        "select 1 as id, 10 as amount\n",
+    );
+    for level in 1..=30 {
+        let prev = format!("chain.v{:02}", level - 1);
+        write_file(
+            root,
+            &format!("transforms/chain/v{level:02}.sql"),
+            &format!("select id, amount + 1 as amount\nfrom {prev}\nwhere amount > 0\n"),
+        );
+    }
+    write_file(
+        root,
+        "transforms/chain/result.sql",
+        "-- @table\nselect * from chain.v30\n",
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let report = out.json();
+    let result = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "chain.result")
+        .unwrap();
+    assert_eq!(
+        (result["status"].as_str(), result["rows"].as_u64()),
+        (Some("passed"), Some(1))
+    );
+}
