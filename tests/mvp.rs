@@ -2,15 +2,8 @@
 
 mod common;
 
-use common::{by_name, run, workspace};
+use common::{by_name, map, run, workspace};
 use std::collections::BTreeMap;
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
 
 #[test]
 fn check_derives_the_graph_without_configuration() {

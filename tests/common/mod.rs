@@ -109,3 +109,11 @@ pub fn column_types(schema: &serde_json::Value) -> Vec<String> {
         })
         .collect()
 }
+
+/// `[("a", "b")]` → `{"a": "b"}`, to compare with `by_name`.
+pub fn map(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}

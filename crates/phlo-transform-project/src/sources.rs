@@ -111,49 +111,36 @@ pub(crate) fn declared(
                 None => diags.push(err(format!("source `{name}`: the type of column `{column}` must be a string such as \"bigint\""))),
             }
         }
-        let Some(location) = &section.location else {
-            if columns.is_empty() {
+        // A source without a location is schema-only: its declared columns, no data.
+        let (location, path, format) = match &section.location {
+            None if columns.is_empty() => {
                 diags.push(err(format!(
                     "source `{name}` has no `location` and no `columns`"
                 )));
-            } else {
-                out.push(SourceDecl {
-                    name: name.to_lowercase(),
-                    location: String::new(),
-                    path: root.to_path_buf(),
-                    format: SourceFormat::Declared,
-                    origin: SourceOrigin::Declared,
-                    owner: section.owner.clone(),
-                    description: section.description.clone(),
-                    freshness: section.freshness.clone(),
-                    timestamp_column: section.timestamp_column.clone(),
-                    columns,
-                });
+                continue;
             }
-            continue;
-        };
-        let path = root.join(location);
-        let format = match &section.format {
-            Some(f) => match SourceFormat::parse(f) {
-                Some(f) => f,
-                None => {
-                    diags.push(err(format!("source `{name}` has unknown format `{f}`")));
-                    continue;
+            None => (String::new(), root.to_path_buf(), SourceFormat::Declared),
+            Some(location) => {
+                let path = root.join(location);
+                let format = match &section.format {
+                    Some(f) => SourceFormat::parse(f)
+                        .ok_or_else(|| format!("source `{name}` has unknown format `{f}`")),
+                    None => SourceFormat::detect(&path).ok_or_else(|| {
+                        format!("cannot tell the format of source `{name}` from `{location}`")
+                    }),
+                };
+                match format {
+                    Ok(format) => (location.clone(), path, format),
+                    Err(message) => {
+                        diags.push(err(message));
+                        continue;
+                    }
                 }
-            },
-            None => match SourceFormat::detect(&path) {
-                Some(f) => f,
-                None => {
-                    diags.push(err(format!(
-                        "cannot tell the format of source `{name}` from `{location}`"
-                    )));
-                    continue;
-                }
-            },
+            }
         };
         out.push(SourceDecl {
             name: name.to_lowercase(),
-            location: location.clone(),
+            location,
             path,
             format,
             origin: SourceOrigin::Declared,
