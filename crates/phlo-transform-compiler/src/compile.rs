@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
+use crate::lineage::LineageGraph;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing::{self, ModelSchema};
@@ -73,6 +74,8 @@ pub struct Compilation {
     pub tests: Vec<CompiledTest>,
     /// Declared contracts by model index.
     pub contracts: BTreeMap<usize, Contract>,
+    /// Column-level lineage of the whole workspace.
+    pub lineage: LineageGraph,
     pub diagnostics: Diagnostics,
 }
 
@@ -148,7 +151,7 @@ impl Compilation {
         }
         diagnostics.sort();
         drop(resolver);
-        Compilation {
+        let mut compilation = Compilation {
             workspace,
             catalog,
             models,
@@ -156,8 +159,11 @@ impl Compilation {
             order,
             tests,
             contracts,
+            lineage: LineageGraph::default(),
             diagnostics,
-        }
+        };
+        compilation.lineage = LineageGraph::build(&compilation);
+        compilation
     }
 
     pub fn model_index(&self, name: &str) -> Option<usize> {
@@ -212,6 +218,23 @@ pub(crate) fn executable_query(
 ) -> Option<Query> {
     let m = &models[index];
     rewrite(models, m.query.as_deref()?, &m.relations, physical)
+}
+
+/// The model's query with every relation, ephemeral models included, replaced by `physical`.
+/// Typing plans an ephemeral model once and its readers against its schema, so the lineage
+/// graph sees the ephemeral model as the dataset its readers read.
+pub(crate) fn typing_query(
+    models: &[CompiledModel],
+    index: usize,
+    physical: &dyn Fn(&Target) -> String,
+) -> Option<Query> {
+    let m = &models[index];
+    let mut q = m.query.as_deref()?.clone();
+    rewrite_relations(&mut q, |parts| {
+        let r = m.relations.iter().find(|r| r.relation.parts == parts)?;
+        Some(Replacement::Name(physical(r.target.as_ref()?)))
+    });
+    Some(q)
 }
 
 fn rewrite(

@@ -8,6 +8,7 @@ pub mod compile;
 pub mod contracts;
 pub mod dialect;
 pub mod graph;
+pub mod lineage;
 mod par;
 pub mod resolve;
 pub mod schemas;
@@ -18,6 +19,7 @@ pub mod version;
 
 pub use catalog::{CatalogSnapshot, SourceState};
 pub use compile::{Compilation, CompiledModel, Dependency};
+pub use lineage::LineageGraph;
 pub use tests::{CompiledTest, TestKind};
 pub use typing::{Column, ModelSchema};
 pub use version::{ModelVersion, SqlChange};

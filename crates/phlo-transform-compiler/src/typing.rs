@@ -18,7 +18,7 @@ use phlo_transform_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
 use std::sync::Arc;
 
-use crate::compile::{executable_query, CompiledModel};
+use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
@@ -160,7 +160,7 @@ pub(crate) fn infer(
                 Target::Model(u) => models[*u].name.to_string(),
                 Target::Source(s) => s.clone(),
             };
-            if let Some(query) = executable_query(models, i, &dotted) {
+            if let Some(query) = typing_query(models, i, &dotted) {
                 work.push((i, query));
             }
         }

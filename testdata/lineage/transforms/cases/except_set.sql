@@ -1,0 +1,3 @@
+select customer_id from raw.orders
+except
+select customer_id from raw.payments

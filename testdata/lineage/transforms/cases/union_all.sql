@@ -1,0 +1,3 @@
+select id, amount from raw.orders
+union all
+select id, amount from raw.payments
