@@ -6,8 +6,13 @@
 mod plan;
 mod query;
 
-pub use plan::{column_lineage, ColumnDerivations, Derivation, Directness, InputColumn, Transformation};
-pub use query::{ColumnReport, ImpactReport, ImpactedColumn, InputEdge, ModelReport, Reach};
+pub use plan::{
+    column_lineage, ColumnDerivations, Derivation, Directness, InputColumn, Transformation,
+};
+pub use query::{
+    ColumnReport, DatasetStep, ImpactReport, ImpactedColumn, InputEdge, ModelColumn, ModelReport,
+    Reach, Target,
+};
 
 use crate::compile::Compilation;
 use crate::schemas::SourceSchema;
@@ -170,10 +175,8 @@ impl LineageGraph {
             }
         }
 
-        let is_dataset = |name: &str| {
-            model_names.contains(name)
-                || c.catalog.sources.contains_key(name)
-        };
+        let is_dataset =
+            |name: &str| model_names.contains(name) || c.catalog.sources.contains_key(name);
         let lineages = crate::par::map(c.models.iter().collect(), |m| {
             m.plan.as_ref().map(|p| column_lineage(p, &is_dataset))
         });
@@ -200,7 +203,13 @@ impl LineageGraph {
             };
             let mut all_exact = true;
             for (col, derived) in columns.iter().zip(lineage) {
-                let out = g.column(ds, name, &col.name, Some(col.data_type.clone()), derived.exact);
+                let out = g.column(
+                    ds,
+                    name,
+                    &col.name,
+                    Some(col.data_type.clone()),
+                    derived.exact,
+                );
                 all_exact &= derived.exact;
                 let confidence = if derived.exact {
                     Confidence::Exact
@@ -301,7 +310,11 @@ impl LineageGraph {
 
     /// The dataset node of `name`, created (origin unknown yet) if needed.
     fn dataset_index(&mut self, name: &str) -> usize {
-        self.add(Node::new(dataset_id(name), NodeKind::Dataset, name.to_string()))
+        self.add(Node::new(
+            dataset_id(name),
+            NodeKind::Dataset,
+            name.to_string(),
+        ))
     }
 
     fn column(

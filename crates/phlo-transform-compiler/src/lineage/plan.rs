@@ -203,13 +203,8 @@ impl Walker<'_> {
                 let input = self.plan(&w.input, outer);
                 let mut columns = input.columns.clone();
                 for e in &w.window_expr {
-                    let lineage = self.expr(
-                        e,
-                        w.input.schema(),
-                        &input,
-                        outer,
-                        Transformation::Identity,
-                    );
+                    let lineage =
+                        self.expr(e, w.input.schema(), &input, outer, Transformation::Identity);
                     columns.push(lineage.into_column());
                 }
                 NodeLineage { columns, ..input }
@@ -244,11 +239,10 @@ impl Walker<'_> {
                 };
                 match both_schema {
                     Ok(schema) => {
-                        let keys = j
-                            .on
-                            .iter()
-                            .flat_map(|(l, r)| [l, r])
-                            .chain(j.filter.as_ref());
+                        let keys =
+                            j.on.iter()
+                                .flat_map(|(l, r)| [l, r])
+                                .chain(j.filter.as_ref());
                         for key in keys {
                             let e = self.expr(key, &schema, &both, outer, Transformation::Join);
                             both.add_rows(e);
@@ -333,11 +327,14 @@ impl Walker<'_> {
                     .map(|&i| {
                         let mut c = input.columns.get(i).cloned().unwrap_or_default();
                         if unnested.contains(&i) {
-                            let text: Arc<str> = format!("unnest({})", u.input.schema().field(i).name()).into();
+                            let text: Arc<str> =
+                                format!("unnest({})", u.input.schema().field(i).name()).into();
                             c.derivations = c
                                 .derivations
                                 .iter()
-                                .map(|d| d.seen_through(Transformation::Transformation, false, &text))
+                                .map(|d| {
+                                    d.seen_through(Transformation::Transformation, false, &text)
+                                })
                                 .collect();
                         }
                         c
@@ -486,7 +483,11 @@ impl Walker<'_> {
                     .map(|b| b.as_ref())
                     .chain(case.when_then_expr.iter().map(|(w, _)| w.as_ref()));
                 for c in conditions {
-                    let role = if indirect { kind } else { Transformation::Conditional };
+                    let role = if indirect {
+                        kind
+                    } else {
+                        Transformation::Conditional
+                    };
                     self.visit(c, scope, role, true, text, out);
                 }
                 let values = case
@@ -495,12 +496,26 @@ impl Walker<'_> {
                     .map(|(_, t)| t.as_ref())
                     .chain(case.else_expr.as_deref());
                 for v in values {
-                    self.visit(v, scope, next(Transformation::Conditional), indirect, text, out);
+                    self.visit(
+                        v,
+                        scope,
+                        next(Transformation::Conditional),
+                        indirect,
+                        text,
+                        out,
+                    );
                 }
             }
             Expr::AggregateFunction(AggregateFunction { params, .. }) => {
                 for a in &params.args {
-                    self.visit(a, scope, next(Transformation::Aggregation), indirect, text, out);
+                    self.visit(
+                        a,
+                        scope,
+                        next(Transformation::Aggregation),
+                        indirect,
+                        text,
+                        out,
+                    );
                 }
                 if let Some(f) = &params.filter {
                     self.visit(f, scope, Transformation::Filter, true, text, out);
@@ -535,9 +550,12 @@ impl Walker<'_> {
                 self.subquery(&s.subquery, scope, t, indirect, text, out);
             }
             Expr::Exists(s) => {
-                // Existence depends on the subquery's rows, never on its values.
-                let role = if indirect { kind } else { Transformation::Filter };
-                self.subquery(&s.subquery, scope, role, true, text, out);
+                // Existence depends on which rows the subquery finds, never on the values it
+                // selects: only its rows-wide inputs count (`EXISTS (SELECT * …)` reads no
+                // column of its projection).
+                let node = self.plan(&s.subquery.subquery, Some(scope));
+                out.exact &= node.rows_exact;
+                out.derivations.extend(node.rows);
             }
             Expr::Literal(..) | Expr::Placeholder(_) | Expr::ScalarVariable(..) => {}
             other => {
@@ -581,10 +599,11 @@ impl NodeLineage {
     /// Records an expression's inputs as rows-wide indirect inputs.
     fn add_rows(&mut self, e: ExprLineage) {
         self.rows_exact &= e.exact;
-        self.rows.extend(e.derivations.into_iter().map(|d| Derivation {
-            directness: Directness::Indirect,
-            ..d
-        }));
+        self.rows
+            .extend(e.derivations.into_iter().map(|d| Derivation {
+                directness: Directness::Indirect,
+                ..d
+            }));
     }
 }
 

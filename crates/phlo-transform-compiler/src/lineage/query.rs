@@ -3,8 +3,8 @@
 //! over the indexed graph; nothing here re-derives lineage.
 
 use super::{
-    column_id, dataset_id, Confidence, DatasetOrigin, Directness, EdgeKind, LineageGraph,
-    NodeKind, Transformation,
+    column_id, dataset_id, Confidence, DatasetOrigin, Directness, EdgeKind, LineageGraph, NodeKind,
+    Transformation,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -122,7 +122,10 @@ impl LineageGraph {
         let node = &self.nodes[column];
         let mut direct = Vec::new();
         let mut indirect = Vec::new();
-        for e in self.incoming(column).filter(|e| e.kind == EdgeKind::Derives) {
+        for e in self
+            .incoming(column)
+            .filter(|e| e.kind == EdgeKind::Derives)
+        {
             let edge = InputEdge {
                 column: self.nodes[e.from].name.clone(),
                 transformation: e.transformation.unwrap_or(Transformation::Identity),
@@ -182,10 +185,8 @@ impl LineageGraph {
             Target::Column(c) => (self.nodes[c].name.clone(), vec![c]),
             Target::Dataset(d) => (self.nodes[d].name.clone(), self.columns_of(d)),
         };
-        let mut affected_datasets: BTreeSet<usize> = start
-            .iter()
-            .filter_map(|&c| self.dataset_of(c))
-            .collect();
+        let mut affected_datasets: BTreeSet<usize> =
+            start.iter().filter_map(|&c| self.dataset_of(c)).collect();
         if let Target::Dataset(d) = target {
             affected_datasets.insert(d);
         }
@@ -195,7 +196,9 @@ impl LineageGraph {
         let mut touched: BTreeSet<usize> = start.iter().copied().collect();
         for (c, r) in self.reach_nodes(&start, Walk::Downstream) {
             touched.insert(c);
-            let Some(ds) = self.dataset_of(c) else { continue };
+            let Some(ds) = self.dataset_of(c) else {
+                continue;
+            };
             affected_datasets.insert(ds);
             let model = self.nodes[ds].name.clone();
             models.insert(model.clone());
@@ -230,9 +233,7 @@ impl LineageGraph {
                     EdgeKind::Tests if self.nodes[e.to].path.as_deref() == Some("custom") => {
                         tests.insert(self.nodes[e.to].name.clone());
                     }
-                    EdgeKind::Input
-                        if self.nodes[e.to].confidence == Some(Confidence::Unknown) =>
-                    {
+                    EdgeKind::Input if self.nodes[e.to].confidence == Some(Confidence::Unknown) => {
                         unknown.insert(self.nodes[e.to].name.clone());
                     }
                     _ => {}
@@ -258,10 +259,52 @@ impl LineageGraph {
         }
     }
 
+    /// The nodes `lineage --format graph <target>` shows: the target's upstream and downstream
+    /// datasets (or columns), the models producing them, their columns and their tests.
+    pub fn subgraph(&self, target: Target) -> BTreeSet<usize> {
+        let mut keep = BTreeSet::new();
+        let datasets: BTreeSet<usize> = match target {
+            Target::Dataset(d) => {
+                let mut all = BTreeSet::from([d]);
+                for walk in [Walk::Upstream, Walk::Downstream] {
+                    for step in self.dataset_walk(d, walk) {
+                        all.extend(self.node(&dataset_id(&step.name)));
+                    }
+                }
+                for &ds in &all {
+                    keep.extend(self.columns_of(ds));
+                }
+                all
+            }
+            Target::Column(c) => {
+                keep.insert(c);
+                for walk in [Walk::Upstream, Walk::Downstream] {
+                    keep.extend(self.reach_nodes(&[c], walk).into_iter().map(|(n, _)| n));
+                }
+                keep.iter().filter_map(|&c| self.dataset_of(c)).collect()
+            }
+        };
+        for &ds in &datasets {
+            keep.insert(ds);
+            keep.extend(self.producer(ds));
+        }
+        let tests: Vec<usize> = keep
+            .iter()
+            .flat_map(|&n| self.outgoing(n))
+            .filter(|e| e.kind == EdgeKind::Tests)
+            .map(|e| e.to)
+            .collect();
+        keep.extend(tests);
+        keep
+    }
+
     fn column_report_shallow(&self, column: usize) -> (Vec<String>, Vec<String>) {
         let mut direct = Vec::new();
         let mut indirect = Vec::new();
-        for e in self.incoming(column).filter(|e| e.kind == EdgeKind::Derives) {
+        for e in self
+            .incoming(column)
+            .filter(|e| e.kind == EdgeKind::Derives)
+        {
             let name = self.nodes[e.from].name.clone();
             match e.directness {
                 Some(Directness::Indirect) => indirect.push(name),
@@ -311,9 +354,7 @@ impl LineageGraph {
                 (n, (depth, via))
             })
             .collect();
-        out.sort_by(|a, b| {
-            (a.1 .0, &self.nodes[a.0].name).cmp(&(b.1 .0, &self.nodes[b.0].name))
-        });
+        out.sort_by(|a, b| (a.1 .0, &self.nodes[a.0].name).cmp(&(b.1 .0, &self.nodes[b.0].name)));
         out
     }
 
