@@ -1,15 +1,93 @@
 //! State is a database, artifacts are exports (decision 8). `StateStore` is what the planner
 //! and the executor see; `SqliteStateStore` is the default backend at
-//! `.phlo/transform/state.db`.
+//! `.phlo/transform/state.db`, `PostgresStateStore` the shared one selected by a
+//! `postgres://` URL. Both have the same schema, migrations and queries.
 
+mod postgres;
 mod records;
 mod sqlite;
+mod store;
+#[doc(hidden)]
+pub mod testing;
+#[cfg(test)]
+mod tests;
 
-pub use records::{MaterializedVersion, NodeRecord, RunRecord};
+pub use postgres::PostgresStateStore;
+pub use records::{MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary, RecordedColumn};
 pub use sqlite::SqliteStateStore;
 
 use async_trait::async_trait;
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where the state lives, as given by `--state` / `PHLO_STATE_URL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateLocation {
+    /// A SQLite database file.
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl StateLocation {
+    /// A `postgres://` / `postgresql://` URL selects PostgreSQL; anything else is a SQLite path
+    /// (a `sqlite://` prefix is accepted and removed).
+    pub fn parse(s: &str) -> Self {
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            StateLocation::Postgres(s.to_string())
+        } else {
+            StateLocation::Sqlite(PathBuf::from(s.strip_prefix("sqlite://").unwrap_or(s)))
+        }
+    }
+
+    /// How to show the location to people: a path, or the URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            StateLocation::Sqlite(p) => p.display().to_string(),
+            StateLocation::Postgres(url) => redact_url(url),
+        }
+    }
+}
+
+/// Opens (creating or migrating as needed) the state store at `location`.
+pub async fn open(location: &StateLocation) -> Result<Arc<dyn StateStore>> {
+    Ok(match location {
+        StateLocation::Sqlite(path) => Arc::new(SqliteStateStore::open(path).await?),
+        StateLocation::Postgres(url) => Arc::new(PostgresStateStore::open(url).await?),
+    })
+}
+
+/// Never show credentials: `postgres://user:secret@host/db?password=x` →
+/// `postgres://user:***@host/db?password=***`.
+pub fn redact_url(raw: &str) -> String {
+    let Ok(mut u) = url::Url::parse(raw) else {
+        // Unparseable: keep the scheme and host part only if there are no credentials.
+        return match (raw.find("://"), raw.rfind('@')) {
+            (Some(s), Some(at)) if at > s => format!("{}***{}", &raw[..s + 3], &raw[at..]),
+            _ => raw.to_string(),
+        };
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let secret = matches!(k.as_ref(), "password" | "sslpassword" | "passfile");
+                (
+                    k.into_owned(),
+                    if secret { "***".into() } else { v.into_owned() },
+                )
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    // Keep the stars readable (the URL encoder would write them as-is, but be explicit).
+    u.to_string().replace("%2A%2A%2A", "***")
+}
 
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -48,4 +126,14 @@ pub trait StateStore: Send + Sync {
     /// Most recent runs first.
     async fn runs(&self, limit: i64) -> Result<Vec<RunRecord>>;
     async fn run_nodes(&self, run_id: &str) -> Result<Vec<NodeRecord>>;
+    /// Most recent runs first, each with its node counts by kind and status.
+    async fn run_summaries(&self, limit: i64) -> Result<Vec<RunSummary>>;
+    /// Runs whose id starts with `prefix`, most recent first (at most `limit`).
+    async fn runs_with_prefix(&self, prefix: &str, limit: i64) -> Result<Vec<RunRecord>>;
+    /// The materialised versions of one model (by name or id), one per environment.
+    async fn model_materializations(&self, model: &str) -> Result<Vec<MaterializedVersion>>;
+    /// One model's results in the most recent runs that planned it, most recent first.
+    async fn model_history(&self, model: &str, limit: i64) -> Result<Vec<ModelRunRecord>>;
+    /// Every model name the state has a record of, sorted.
+    async fn model_names(&self) -> Result<Vec<String>>;
 }

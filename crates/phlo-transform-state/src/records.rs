@@ -51,4 +51,40 @@ pub struct MaterializedVersion {
     pub text_hash: Option<String>,
     /// Fingerprint of the model's logical plan (classifies AST-only edits).
     pub plan_hash: Option<String>,
+    /// The columns written, when the schema was known (classifies schema changes).
+    #[serde(default)]
+    pub output_columns: Option<Vec<RecordedColumn>>,
+}
+
+/// A column of a materialisation as written: name, Arrow type as DataFusion prints it
+/// (`Int64`, `Decimal128(10, 2)`), nullability.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedColumn {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: String,
+    pub nullable: bool,
+}
+
+/// One recent run with its node counts by status (`state runs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    #[serde(flatten)]
+    pub run: RunRecord,
+    /// Models by status (`passed`, `failed`, `skipped`, `blocked`, …).
+    pub models: BTreeMap<String, i64>,
+    /// Tests by status.
+    pub tests: BTreeMap<String, i64>,
+}
+
+/// One model's result in one run, with that run's identity (`state model`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRunRecord {
+    pub run_id: String,
+    pub environment: String,
+    pub command: String,
+    pub run_status: String,
+    pub run_started_at: String,
+    pub generation: i64,
+    pub node: NodeRecord,
 }

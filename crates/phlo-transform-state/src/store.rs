@@ -1,0 +1,412 @@
+//! The one implementation of `StateStore`'s queries, expanded once per backend.
+//!
+//! Both backends have the same schema (their migrations mirror each other) and the queries are
+//! portable SQL; only the parameter syntax differs, so every statement is written once with `?`
+//! placeholders and passed through the backend's `$sql` function (identity for SQLite, `$1…`
+//! for PostgreSQL). Writing it as a macro keeps each expansion monomorphic: sqlx's generic
+//! `Database` bounds would be longer than the queries.
+
+/// `?` placeholders → `$1, $2, …` (none of the statements has a `?` inside a literal).
+pub(crate) fn numbered_placeholders(sql: &'static str) -> std::borrow::Cow<'static, str> {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for ch in sql.chars() {
+        if ch == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(ch);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+pub(crate) fn as_is(sql: &'static str) -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed(sql)
+}
+
+macro_rules! impl_state_store {
+    ($store:ty, $row:ty, $sql:path) => {
+        fn run_from_row(r: &$row) -> $crate::RunRecord {
+            use sqlx::Row;
+            $crate::RunRecord {
+                run_id: r.get("run_id"),
+                plan_id: r.get("plan_id"),
+                environment: r.get("environment"),
+                command: r.get("command"),
+                status: r.get("status"),
+                generation: r.get("generation"),
+                started_at: r.get("started_at"),
+                finished_at: r.get("finished_at"),
+            }
+        }
+
+        fn node_from_row(r: &$row) -> $crate::NodeRecord {
+            use sqlx::Row;
+            $crate::NodeRecord {
+                node: r.get("node"),
+                kind: r.get("kind"),
+                status: r.get("status"),
+                attempt: r.get("attempt"),
+                version: r.get("version"),
+                started_at: r.get("started_at"),
+                finished_at: r.get("finished_at"),
+                duration_ms: r.get("duration_ms"),
+                rows: r.get("rows"),
+                error_code: r.get("error_code"),
+                error_message: r.get("error_message"),
+            }
+        }
+
+        fn materialization_from_row(r: &$row) -> $crate::MaterializedVersion {
+            use sqlx::Row;
+            let parse = |s: String| serde_json::from_str(&s).unwrap_or_default();
+            $crate::MaterializedVersion {
+                environment: r.get("environment"),
+                model_id: r.get("model_id"),
+                model_name: r.get("model_name"),
+                version: r.get("version"),
+                sql_hash: r.get("sql_hash"),
+                config_hash: r.get("config_hash"),
+                upstream: parse(r.get("upstream")),
+                sources: parse(r.get("sources")),
+                materialization: r.get("materialization"),
+                relation: r.get("relation"),
+                run_id: r.get("run_id"),
+                generation: r.get("generation"),
+                materialized_at: r.get("materialized_at"),
+                text_hash: r.get("text_hash"),
+                plan_hash: r.get("plan_hash"),
+                output_columns: r
+                    .get::<Option<String>, _>("output_columns")
+                    .and_then(|s| serde_json::from_str(&s).ok()),
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::StateStore for $store {
+            async fn store_plan(
+                &self,
+                plan_id: &str,
+                body: &serde_json::Value,
+            ) -> $crate::Result<()> {
+                let sql = $sql(
+                    "INSERT INTO plans (plan_id, created_at, body) VALUES (?, ?, ?)
+                     ON CONFLICT (plan_id) DO NOTHING",
+                );
+                sqlx::query(&sql)
+                    .bind(plan_id)
+                    .bind(
+                        body.get("created_at")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or_default(),
+                    )
+                    .bind(body.to_string())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("storing plan", e))?;
+                Ok(())
+            }
+
+            async fn load_plan(&self, plan_id: &str) -> $crate::Result<Option<serde_json::Value>> {
+                use sqlx::Row;
+                let sql = $sql("SELECT body FROM plans WHERE plan_id = ?");
+                let row = sqlx::query(&sql)
+                    .bind(plan_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("loading plan", e))?;
+                Ok(row.and_then(|r| serde_json::from_str(&r.get::<String, _>("body")).ok()))
+            }
+
+            async fn begin_run(&self, run: &$crate::RunRecord) -> $crate::Result<()> {
+                let sql = $sql(
+                    "INSERT INTO runs (run_id, plan_id, environment, command, status, generation,
+                                       started_at, finished_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                );
+                sqlx::query(&sql)
+                    .bind(&run.run_id)
+                    .bind(&run.plan_id)
+                    .bind(&run.environment)
+                    .bind(&run.command)
+                    .bind(&run.status)
+                    .bind(run.generation)
+                    .bind(&run.started_at)
+                    .bind(&run.finished_at)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("recording run start", e))?;
+                Ok(())
+            }
+
+            async fn record_node(&self, run_id: &str, n: &$crate::NodeRecord) -> $crate::Result<()> {
+                let sql = $sql(
+                    "INSERT INTO node_results (run_id, node, kind, status, attempt, version, started_at,
+                                               finished_at, duration_ms, rows, error_code, error_message)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (run_id, kind, node) DO UPDATE SET
+                        status = excluded.status, attempt = excluded.attempt, version = excluded.version,
+                        started_at = excluded.started_at, finished_at = excluded.finished_at,
+                        duration_ms = excluded.duration_ms, rows = excluded.rows,
+                        error_code = excluded.error_code, error_message = excluded.error_message",
+                );
+                sqlx::query(&sql)
+                    .bind(run_id)
+                    .bind(&n.node)
+                    .bind(&n.kind)
+                    .bind(&n.status)
+                    .bind(n.attempt)
+                    .bind(&n.version)
+                    .bind(&n.started_at)
+                    .bind(&n.finished_at)
+                    .bind(n.duration_ms)
+                    .bind(n.rows)
+                    .bind(&n.error_code)
+                    .bind(&n.error_message)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("recording node result", e))?;
+                Ok(())
+            }
+
+            async fn finish_run(
+                &self,
+                run_id: &str,
+                status: &str,
+                finished_at: &str,
+            ) -> $crate::Result<()> {
+                let sql = $sql("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?");
+                sqlx::query(&sql)
+                    .bind(status)
+                    .bind(finished_at)
+                    .bind(run_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("recording run end", e))?;
+                Ok(())
+            }
+
+            async fn record_materialization(
+                &self,
+                m: &$crate::MaterializedVersion,
+            ) -> $crate::Result<()> {
+                let json = |v: &std::collections::BTreeMap<String, String>| {
+                    serde_json::to_string(v).expect("string map")
+                };
+                // One statement, so the generation check and the write are atomic: under
+                // concurrent writers the row is locked by the conflict and the WHERE sees the
+                // newest committed generation (SPEC §39, ordered writes).
+                let sql = $sql(
+                    "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
+                                                 config_hash, upstream, sources, materialization, relation,
+                                                 run_id, generation, materialized_at, text_hash, plan_hash,
+                                                 output_columns)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (environment, model_id) DO UPDATE SET
+                        model_name = excluded.model_name, version = excluded.version,
+                        sql_hash = excluded.sql_hash, config_hash = excluded.config_hash,
+                        upstream = excluded.upstream, sources = excluded.sources,
+                        materialization = excluded.materialization, relation = excluded.relation,
+                        run_id = excluded.run_id, generation = excluded.generation,
+                        materialized_at = excluded.materialized_at,
+                        text_hash = excluded.text_hash, plan_hash = excluded.plan_hash,
+                        output_columns = excluded.output_columns
+                     WHERE excluded.generation >= model_versions.generation",
+                );
+                sqlx::query(&sql)
+                    .bind(&m.environment)
+                    .bind(&m.model_id)
+                    .bind(&m.model_name)
+                    .bind(&m.version)
+                    .bind(&m.sql_hash)
+                    .bind(&m.config_hash)
+                    .bind(json(&m.upstream))
+                    .bind(json(&m.sources))
+                    .bind(&m.materialization)
+                    .bind(&m.relation)
+                    .bind(&m.run_id)
+                    .bind(m.generation)
+                    .bind(&m.materialized_at)
+                    .bind(&m.text_hash)
+                    .bind(&m.plan_hash)
+                    .bind(
+                        m.output_columns
+                            .as_ref()
+                            .map(|c| serde_json::to_string(c).expect("columns serialise")),
+                    )
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| {
+                        $crate::StateError::from_sqlx("recording materialised version", e)
+                    })?;
+                Ok(())
+            }
+
+            async fn materializations(
+                &self,
+                environment: &str,
+            ) -> $crate::Result<std::collections::HashMap<String, $crate::MaterializedVersion>> {
+                let sql = $sql("SELECT * FROM model_versions WHERE environment = ?");
+                let rows = sqlx::query(&sql)
+                    .bind(environment)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| {
+                        $crate::StateError::from_sqlx("reading materialised versions", e)
+                    })?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let m = materialization_from_row(r);
+                        (m.model_id.clone(), m)
+                    })
+                    .collect())
+            }
+
+            async fn runs(&self, limit: i64) -> $crate::Result<Vec<$crate::RunRecord>> {
+                let sql = $sql("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?");
+                let rows = sqlx::query(&sql)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading runs", e))?;
+                Ok(rows.iter().map(run_from_row).collect())
+            }
+
+            async fn run_nodes(&self, run_id: &str) -> $crate::Result<Vec<$crate::NodeRecord>> {
+                let sql = $sql("SELECT * FROM node_results WHERE run_id = ? ORDER BY kind, node");
+                let rows = sqlx::query(&sql)
+                    .bind(run_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading node results", e))?;
+                Ok(rows.iter().map(node_from_row).collect())
+            }
+
+            async fn run_summaries(&self, limit: i64) -> $crate::Result<Vec<$crate::RunSummary>> {
+                use sqlx::Row;
+                let runs = self.runs(limit).await?;
+                if runs.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let sql = $sql(
+                    "SELECT n.run_id, n.kind, n.status, COUNT(*) AS n FROM node_results n
+                     WHERE n.run_id IN (SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?)
+                     GROUP BY n.run_id, n.kind, n.status",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("counting node results", e))?;
+                let mut out: Vec<$crate::RunSummary> = runs
+                    .into_iter()
+                    .map(|run| $crate::RunSummary {
+                        run,
+                        models: Default::default(),
+                        tests: Default::default(),
+                    })
+                    .collect();
+                for r in &rows {
+                    let run_id: String = r.get("run_id");
+                    let kind: String = r.get("kind");
+                    let Some(s) = out.iter_mut().find(|s| s.run.run_id == run_id) else {
+                        continue;
+                    };
+                    let counts = if kind == "test" { &mut s.tests } else { &mut s.models };
+                    counts.insert(r.get("status"), r.get("n"));
+                }
+                Ok(out)
+            }
+
+            async fn runs_with_prefix(
+                &self,
+                prefix: &str,
+                limit: i64,
+            ) -> $crate::Result<Vec<$crate::RunRecord>> {
+                let sql = $sql(
+                    "SELECT * FROM runs WHERE substr(run_id, 1, ?) = ?
+                     ORDER BY started_at DESC, run_id DESC LIMIT ?",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(prefix.chars().count() as i32)
+                    .bind(prefix)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("looking up runs", e))?;
+                Ok(rows.iter().map(run_from_row).collect())
+            }
+
+            async fn model_materializations(
+                &self,
+                model: &str,
+            ) -> $crate::Result<Vec<$crate::MaterializedVersion>> {
+                let sql = $sql(
+                    "SELECT * FROM model_versions WHERE model_name = ? OR model_id = ?
+                     ORDER BY environment",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(model)
+                    .bind(model)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| {
+                        $crate::StateError::from_sqlx("reading materialised versions", e)
+                    })?;
+                Ok(rows.iter().map(materialization_from_row).collect())
+            }
+
+            async fn model_history(
+                &self,
+                model: &str,
+                limit: i64,
+            ) -> $crate::Result<Vec<$crate::ModelRunRecord>> {
+                use sqlx::Row;
+                let sql = $sql(
+                    "SELECT n.*, r.environment, r.command, r.status AS run_status,
+                            r.started_at AS run_started_at, r.generation
+                     FROM node_results n JOIN runs r ON r.run_id = n.run_id
+                     WHERE n.kind = 'model' AND n.node = ?
+                     ORDER BY r.started_at DESC, r.run_id DESC LIMIT ?",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(model)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading model history", e))?;
+                Ok(rows
+                    .iter()
+                    .map(|r| $crate::ModelRunRecord {
+                        run_id: r.get("run_id"),
+                        environment: r.get("environment"),
+                        command: r.get("command"),
+                        run_status: r.get("run_status"),
+                        run_started_at: r.get("run_started_at"),
+                        generation: r.get("generation"),
+                        node: node_from_row(r),
+                    })
+                    .collect())
+            }
+
+            async fn model_names(&self) -> $crate::Result<Vec<String>> {
+                use sqlx::Row;
+                let sql = $sql(
+                    "SELECT model_name AS name FROM model_versions
+                     UNION SELECT node AS name FROM node_results WHERE kind = 'model'
+                     ORDER BY name",
+                );
+                let rows = sqlx::query(&sql)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading model names", e))?;
+                Ok(rows.iter().map(|r| r.get("name")).collect())
+            }
+        }
+    };
+}
+
+pub(crate) use impl_state_store;
