@@ -73,6 +73,13 @@ impl LocalEngine {
             let Some(state) = c.catalog.sources.get(&source.name) else {
                 continue;
             };
+            if let Some(reason) = &state.unreadable_data {
+                problems.push(err(
+                    codes::RELATION_UNAVAILABLE,
+                    format!("source `{}`: {reason}", source.name),
+                ));
+                continue;
+            }
             if let Err(e) = engine
                 .register_source(&source.name, source.format, &state.read_path)
                 .await

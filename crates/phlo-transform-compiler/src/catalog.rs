@@ -1,6 +1,7 @@
 //! The catalog snapshot: the state of every source, read before compiling (SPEC §38). Local
 //! files are identified by size and content hash, Delta tables by their latest log version,
-//! Iceberg tables by current snapshot and schema id read natively from metadata.json.
+//! Iceberg tables by current snapshot and schema id read natively from metadata.json (or, for
+//! a table in an Iceberg REST catalog, from the metadata the catalog answers with).
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::hash::sha256_file;
@@ -26,6 +27,10 @@ pub struct SourceState {
     /// Column names and types, or why they are unknown.
     #[serde(skip)]
     pub schema: SourceSchema,
+    /// Why the local engine cannot read the data, when that is known before running (a REST
+    /// catalog table whose metadata is not a local file, or a catalog that did not answer).
+    #[serde(skip)]
+    pub unreadable_data: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -35,11 +40,18 @@ pub struct CatalogSnapshot {
 
 impl CatalogSnapshot {
     /// Reads the state of every source of the workspace. Unreadable sources become R003
-    /// diagnostics and are left out of the snapshot.
+    /// diagnostics and are left out of the snapshot; REST catalog sources whose catalog cannot
+    /// load them are A004 and stay in it, their schema unknown (see `rest_sources`).
     pub fn load(workspace: &Workspace) -> (CatalogSnapshot, Vec<Diagnostic>) {
         let mut snapshot = CatalogSnapshot::default();
         let mut diags = Vec::new();
+        let mut remote = crate::rest_sources::load(&workspace.sources);
         for source in &workspace.sources {
+            if let Some((state, problem)) = remote.remove(&source.name) {
+                diags.extend(problem.map(|d| locate_declaration(workspace, source, d)));
+                snapshot.sources.insert(source.name.clone(), state);
+                continue;
+            }
             match read_state(source) {
                 Ok(state) => {
                     snapshot.sources.insert(source.name.clone(), state);
@@ -113,18 +125,7 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
             let text = std::fs::read_to_string(&metadata).map_err(|e| e.to_string())?;
             let doc: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
-            let snapshot = doc
-                .get("current-snapshot-id")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(-1);
-            let schema = doc
-                .get("current-schema-id")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(0);
-            (
-                format!("iceberg:snapshot:{snapshot},schema:{schema}"),
-                metadata,
-            )
+            (iceberg_state(&doc), metadata)
         }
     };
     let schema = read_schema(source.format, &read_path, path, &source.columns);
@@ -134,7 +135,21 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
         state,
         read_path,
         schema,
+        unreadable_data: None,
     })
+}
+
+/// `iceberg:snapshot:<current-snapshot-id>,schema:<current-schema-id>` of table metadata.
+pub(crate) fn iceberg_state(metadata: &serde_json::Value) -> String {
+    let snapshot = metadata
+        .get("current-snapshot-id")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(-1);
+    let schema = metadata
+        .get("current-schema-id")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    format!("iceberg:snapshot:{snapshot},schema:{schema}")
 }
 
 /// Latest committed version: the highest `NNNNN.json` in `_delta_log`.

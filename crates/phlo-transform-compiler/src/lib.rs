@@ -11,6 +11,7 @@ pub mod graph;
 pub mod lineage;
 mod par;
 pub mod resolve;
+mod rest_sources;
 pub mod schemas;
 pub mod tests;
 pub mod types;

@@ -32,6 +32,14 @@ pub fn read_schema(
         SourceFormat::Iceberg => iceberg_schema(path),
         SourceFormat::Declared => Err("no data location".to_string()),
     };
+    or_declared(result, declared)
+}
+
+/// `result` when it is a schema; else the declared columns, when there are some.
+pub(crate) fn or_declared(
+    result: Result<Schema, String>,
+    declared: &[(String, String)],
+) -> SourceSchema {
     match result {
         Ok(schema) => SourceSchema::Known(Arc::new(schema)),
         Err(_) if !declared.is_empty() => match declared_schema(declared) {
@@ -105,6 +113,12 @@ fn iceberg_schema(metadata: &Path) -> Result<Schema, String> {
     let text = std::fs::read_to_string(metadata).map_err(|e| e.to_string())?;
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    iceberg_metadata_schema(&doc)
+}
+
+/// The current schema of Iceberg table metadata (a metadata.json file's content, or the
+/// `metadata` a REST catalog answers with).
+pub(crate) fn iceberg_metadata_schema(doc: &Value) -> Result<Schema, String> {
     let current = doc
         .get("current-schema-id")
         .and_then(Value::as_i64)

@@ -1,6 +1,7 @@
 //! External sources: declared in `phlo.toml` (`[source."raw.orders"] location = …`) or found by
 //! convention under the sources folder (`sources/<namespace>/<name>.parquet|.csv`, Delta
-//! directories with a `_delta_log`, Iceberg tables with `metadata/*.metadata.json`).
+//! directories with a `_delta_log`, Iceberg tables with `metadata/*.metadata.json`). A
+//! declared source may instead name a table in an Iceberg REST catalog (`catalog`, `table`).
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -80,6 +81,88 @@ pub struct SourceDecl {
     pub timestamp_column: Option<String>,
     /// Declared columns `(name, SQL type)`, in order; empty when not declared.
     pub columns: Vec<(String, String)>,
+    /// The Iceberg REST catalog table this source is, when declared with `catalog`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rest: Option<RestTable>,
+}
+
+/// A table in an Iceberg REST catalog: `[source."x.y"] catalog = "http://…", table = "ns.t"`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RestTable {
+    /// The catalog's base URL, as written.
+    pub catalog: String,
+    /// Namespace levels (`a.b.t` → `["a", "b"]`).
+    pub namespace: Vec<String>,
+    pub table: String,
+    pub warehouse: Option<String>,
+    /// The name of the environment variable holding the bearer token (never its value).
+    pub token_env: Option<String>,
+}
+
+impl RestTable {
+    /// `namespace.table`, as in phlo.toml.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.namespace.join("."), self.table)
+    }
+}
+
+/// The REST catalog table of a declared source, if it names one; a message when the keys do
+/// not make one.
+fn rest_table(name: &str, section: &SourceSection) -> Result<Option<RestTable>, String> {
+    let Some(catalog) = &section.catalog else {
+        let stray: Vec<&str> = [
+            ("`table`", section.table.is_some()),
+            ("`warehouse`", section.warehouse.is_some()),
+            ("`token_env`", section.token_env.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect();
+        if stray.is_empty() {
+            return Ok(None);
+        }
+        return Err(format!(
+            "source `{name}` sets {} without `catalog`",
+            stray.join(", ")
+        ));
+    };
+    if section.location.is_some() {
+        return Err(format!(
+            "source `{name}` sets both `location` and `catalog`; a catalog source has no location"
+        ));
+    }
+    if let Some(format) = section.format.as_deref() {
+        if !format.eq_ignore_ascii_case("iceberg") {
+            return Err(format!(
+                "source `{name}` has a REST `catalog` but format `{format}`; REST catalog tables are iceberg"
+            ));
+        }
+    }
+    if !(catalog.starts_with("http://") || catalog.starts_with("https://")) {
+        return Err(format!(
+            "source `{name}`: `catalog` must be the http(s) base URL of an Iceberg REST catalog, not `{catalog}`"
+        ));
+    }
+    let qualified = section.table.as_deref().unwrap_or(name);
+    let mut namespace: Vec<String> = qualified.split('.').map(str::to_string).collect();
+    let table = namespace.pop().unwrap_or_default();
+    if namespace.is_empty()
+        || namespace
+            .iter()
+            .chain([&table])
+            .any(|p| p.trim().is_empty())
+    {
+        return Err(format!(
+            "source `{name}`: the REST catalog table must be `namespace.table`, not `{qualified}`"
+        ));
+    }
+    Ok(Some(RestTable {
+        catalog: catalog.clone(),
+        namespace,
+        table,
+        warehouse: section.warehouse.clone(),
+        token_env: section.token_env.clone(),
+    }))
 }
 
 impl SourceDecl {
@@ -104,6 +187,19 @@ pub(crate) fn declared(
                     name.rsplit('.').next().unwrap_or(name)
                 ))
         };
+        let rest = match rest_table(name, section) {
+            Ok(rest) => rest,
+            Err(message) => {
+                diags.push(
+                    Diagnostic::error(codes::INVALID_SOURCE, message)
+                        .in_file("phlo.toml")
+                        .with_help(format!(
+                            "an Iceberg REST catalog source is declared as [source.\"{name}\"] catalog = \"http://host:8181\", table = \"namespace.table\" (optional: warehouse, token_env)"
+                        )),
+                );
+                continue;
+            }
+        };
         let mut columns = Vec::new();
         for (column, ty) in section.columns.iter().flatten() {
             match ty.as_str() {
@@ -113,6 +209,12 @@ pub(crate) fn declared(
         }
         // A source without a location is schema-only: its declared columns, no data.
         let (location, path, format) = match &section.location {
+            // Found through its catalog when the catalog snapshot is read.
+            _ if rest.is_some() => (
+                section.catalog.clone().unwrap_or_default(),
+                root.to_path_buf(),
+                SourceFormat::Iceberg,
+            ),
             None if columns.is_empty() => {
                 diags.push(err(format!(
                     "source `{name}` has no `location` and no `columns`"
@@ -149,6 +251,7 @@ pub(crate) fn declared(
             freshness: section.freshness.clone(),
             timestamp_column: section.timestamp_column.clone(),
             columns,
+            rest,
         });
     }
     (out, diags)
@@ -196,7 +299,61 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
             freshness: None,
             timestamp_column: None,
             columns: Vec::new(),
+            rest: None,
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(toml_text: &str) -> SourceSection {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn a_rest_catalog_source_names_its_table() {
+        let s = section("catalog = \"http://cat:8181\"\ntoken_env = \"TOKEN\"");
+        let rest = rest_table("raw.events", &s).unwrap().unwrap();
+        assert_eq!(
+            (rest.namespace.clone(), rest.table.as_str()),
+            (vec!["raw".to_string()], "events")
+        );
+        let s = section("catalog = \"https://cat/api\"\ntable = \"a.b.t\"\nformat = \"Iceberg\"");
+        let rest = rest_table("raw.events", &s).unwrap().unwrap();
+        assert_eq!(rest.namespace, ["a", "b"]);
+        assert_eq!(rest.qualified(), "a.b.t");
+        let (decls, diags) = declared(Path::new("/ws"), &[("raw.events".to_string(), s)].into());
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(decls[0].format, SourceFormat::Iceberg);
+        assert_eq!(decls[0].location, "https://cat/api");
+    }
+
+    #[test]
+    fn rest_catalog_keys_are_checked() {
+        for (text, says) in [
+            ("table = \"a.t\"", "sets `table` without `catalog`"),
+            (
+                "catalog = \"http://c\"\nlocation = \"x\"",
+                "both `location` and `catalog`",
+            ),
+            (
+                "catalog = \"http://c\"\nformat = \"delta\"",
+                "format `delta`",
+            ),
+            ("catalog = \"c:8181\"", "must be the http(s) base URL"),
+            (
+                "catalog = \"http://c\"\ntable = \"t\"",
+                "must be `namespace.table`, not `t`",
+            ),
+        ] {
+            let err = rest_table("raw.events", &section(text)).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        assert!(rest_table("raw.events", &section("location = \"x\""))
+            .unwrap()
+            .is_none());
+    }
 }
