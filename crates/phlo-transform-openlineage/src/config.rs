@@ -1,0 +1,173 @@
+//! Where events go: `[openlineage]` in phlo.toml, overridden by the `OPENLINEAGE__*`
+//! environment variables (the same names other tools use, so one deployment setting serves
+//! them all). The API key comes from the environment only.
+
+use phlo_transform_project::config::OpenLineageSection;
+use phlo_transform_project::Workspace;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DEFAULT_ENDPOINT: &str = "api/v1/lineage";
+pub const DEFAULT_NAMESPACE: &str = "phlo-transform";
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+
+#[derive(Clone)]
+pub struct OpenLineageConfig {
+    /// The collector's base URL; `None`: no HTTP transport.
+    pub url: Option<String>,
+    pub endpoint: String,
+    /// Bearer token. Kept out of `Debug` and out of every event.
+    pub api_key: Option<String>,
+    /// JSON Lines file the events are appended to; `None`: no file transport.
+    pub file: Option<PathBuf>,
+    /// Namespace of jobs, and of datasets with no physical location.
+    pub namespace: String,
+    /// Per HTTP attempt, and the whole drain at exit.
+    pub timeout: Duration,
+    /// Where the local engine writes models: their datasets are named by their location.
+    pub warehouse: PathBuf,
+}
+
+impl std::fmt::Debug for OpenLineageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenLineageConfig")
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("endpoint", &self.endpoint)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("file", &self.file)
+            .field("namespace", &self.namespace)
+            .field("timeout", &self.timeout)
+            .field("warehouse", &self.warehouse)
+            .finish()
+    }
+}
+
+impl OpenLineageConfig {
+    /// The workspace's `[openlineage]` section with the process environment over it.
+    pub fn from_env(workspace: &Workspace, warehouse: &Path) -> OpenLineageConfig {
+        Self::resolve(
+            &workspace.config.openlineage,
+            &workspace.root,
+            warehouse,
+            |name| std::env::var(name).ok(),
+        )
+    }
+
+    /// `section` (paths in it relative to `root`) with variables read through `env` over it.
+    /// An empty variable counts as unset.
+    pub fn resolve(
+        section: &OpenLineageSection,
+        root: &Path,
+        warehouse: &Path,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> OpenLineageConfig {
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let file = var("OPENLINEAGE__FILE")
+            .map(PathBuf::from)
+            .or_else(|| section.file.as_ref().map(|f| root.join(f)));
+        let timeout = var("OPENLINEAGE__TIMEOUT_SECONDS")
+            .and_then(|t| t.trim().parse().ok())
+            .or(section.timeout_seconds)
+            .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+        OpenLineageConfig {
+            url: var("OPENLINEAGE__URL").or_else(|| section.url.clone()),
+            endpoint: var("OPENLINEAGE__ENDPOINT")
+                .or_else(|| section.endpoint.clone())
+                .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()),
+            api_key: var("OPENLINEAGE__API_KEY"),
+            file,
+            namespace: var("OPENLINEAGE__NAMESPACE")
+                .or_else(|| section.namespace.clone())
+                .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
+            timeout: Duration::from_secs(timeout.max(1)),
+            warehouse: warehouse.to_path_buf(),
+        }
+    }
+
+    /// True when events have somewhere to go.
+    pub fn enabled(&self) -> bool {
+        self.url.is_some() || self.file.is_some()
+    }
+
+    /// `url` + `endpoint`, joined with exactly one slash.
+    pub fn endpoint_url(&self) -> Option<String> {
+        let url = self.url.as_deref()?;
+        Some(format!(
+            "{}/{}",
+            url.trim_end_matches('/'),
+            self.endpoint.trim_start_matches('/')
+        ))
+    }
+}
+
+/// `url` without its userinfo (`http://user:secret@host` → `http://host`), for messages.
+/// Text that does not parse as a URL is not shown at all.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => "<unparseable URL>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section() -> OpenLineageSection {
+        OpenLineageSection {
+            url: Some("http://marquez:5000/".into()),
+            endpoint: None,
+            file: Some("out/events.jsonl".into()),
+            namespace: Some("lab".into()),
+            timeout_seconds: Some(3),
+        }
+    }
+
+    #[test]
+    fn the_environment_overrides_phlo_toml_and_empty_variables_count_as_unset() {
+        let vars = |name: &str| match name {
+            "OPENLINEAGE__NAMESPACE" => Some("prod".to_string()),
+            "OPENLINEAGE__API_KEY" => Some("k3y".to_string()),
+            "OPENLINEAGE__URL" => Some(String::new()),
+            "OPENLINEAGE__TIMEOUT_SECONDS" => Some("7".to_string()),
+            _ => None,
+        };
+        let c = OpenLineageConfig::resolve(&section(), Path::new("/ws"), Path::new("/wh"), vars);
+        assert_eq!(c.namespace, "prod");
+        assert_eq!(c.url.as_deref(), Some("http://marquez:5000/"));
+        assert_eq!(
+            c.endpoint_url().as_deref(),
+            Some("http://marquez:5000/api/v1/lineage")
+        );
+        assert_eq!(c.file.as_deref(), Some(Path::new("/ws/out/events.jsonl")));
+        assert_eq!(c.timeout, Duration::from_secs(7));
+        assert!(!format!("{c:?}").contains("k3y"));
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let c = OpenLineageConfig::resolve(
+            &OpenLineageSection::default(),
+            Path::new("/ws"),
+            Path::new("/wh"),
+            |_| None,
+        );
+        assert!(!c.enabled());
+        assert_eq!(c.namespace, DEFAULT_NAMESPACE);
+        assert_eq!(c.endpoint, DEFAULT_ENDPOINT);
+        assert_eq!(c.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECONDS));
+    }
+
+    #[test]
+    fn messages_show_urls_without_userinfo() {
+        assert_eq!(
+            redact_url("https://user:secret@collector:8443/api"),
+            "https://collector:8443/api"
+        );
+        assert_eq!(redact_url("not a url"), "<unparseable URL>");
+    }
+}
