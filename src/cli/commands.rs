@@ -6,10 +6,10 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_exec::{execute, RunOptions};
-use phlo_transform_plan::{Decision, Plan, PlanInputs};
-use phlo_transform_state::StateStore;
+use phlo_transform_plan::{Decision, Plan, PlanInputs, SelectorSpec};
+use phlo_transform_state::{MaterializedVersion, StateStore};
 use serde_json::json;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,7 +19,11 @@ use super::{
 };
 
 fn fatal(d: Diagnostic, json: bool) -> u8 {
-    render::diagnostics(&Diagnostics(vec![d]), None, json);
+    fatal_all(vec![d], json)
+}
+
+fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
+    render::diagnostics(&Diagnostics(diags), None, json);
     EXIT_ERRORS
 }
 
@@ -50,6 +54,14 @@ fn write_artifact(
 
 fn write_compile_artifacts(paths: &Paths, c: &Compilation) -> Result<(), Diagnostic> {
     write_artifact(paths, "manifest.json", &c.manifest())?;
+    write_artifact(paths, "lineage.json", &c.lineage.document())?;
+    let openlineage =
+        phlo_transform_openlineage::OpenLineageConfig::from_env(&c.workspace, &paths.warehouse);
+    write_artifact(
+        paths,
+        "openlineage.json",
+        &phlo_transform_openlineage::design_events(c, &openlineage),
+    )?;
     write_artifact(paths, "graph.json", &c.graph_document())
 }
 
@@ -122,13 +134,47 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
     }
 }
 
-pub async fn list(paths: &Paths, json: bool) -> u8 {
+pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
+    let selection = if *spec == SelectorSpec::default() {
+        None
+    } else {
+        let state = if spec.reads_state() {
+            let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+            let store = match open_state(paths).await {
+                Ok(s) => s,
+                Err(d) => return fatal(d, json),
+            };
+            match state_view(c, &engine, store.as_ref()).await {
+                Ok(v) => Some((v, engine)),
+                Err(d) => return fatal(d, json),
+            }
+        } else {
+            None
+        };
+        let changed = || match &state {
+            Some((view, engine)) => view.changed(c, engine),
+            None => BTreeSet::new(),
+        };
+        match phlo_transform_plan::select(c, spec, &changed) {
+            Ok(s) => Some(s),
+            Err(diags) => return fatal_all(diags, json),
+        }
+    };
+    let listed: Vec<usize> = match &selection {
+        Some(s) => s.acted_on().collect(),
+        None => (0..c.models.len()).collect(),
+    };
     if json {
-        print_check_json(c);
+        let rows = model_rows(c);
+        let models: Vec<&serde_json::Value> = listed.iter().map(|&i| &rows[i]).collect();
+        println!(
+            "{}",
+            json!({ "models": models, "selection": selection, "diagnostics": c.diagnostics })
+        );
     } else {
         let width = c
             .models
@@ -136,7 +182,7 @@ pub async fn list(paths: &Paths, json: bool) -> u8 {
             .map(|m| m.name.as_str().len())
             .max()
             .unwrap_or(0);
-        for m in &c.models {
+        for m in listed.iter().map(|&i| &c.models[i]) {
             println!(
                 "{:<width$}  {:<11} {}",
                 m.name.as_str(),
@@ -207,6 +253,13 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         .iter()
         .filter(|d| d.file.as_deref() == Some(m.path.as_str()))
         .collect();
+    // The relation columns each output column comes from (its direct lineage inputs).
+    let column_sources = match c.lineage.resolve(m.name.as_str()) {
+        Ok(phlo_transform_compiler::lineage::Target::Dataset(d)) => {
+            c.lineage.model_report(d).columns
+        }
+        _ => Vec::new(),
+    };
     if json {
         println!(
             "{}",
@@ -215,6 +268,7 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
                 "namespace": file.namespace, "materialization": m.materialization,
                 "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
                 "config": file.config, "directives": file.directives, "schema": m.schema,
+                "column_lineage": column_sources,
                 "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status, "sql_change": sql_change,
                            "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
                 "diagnostics": diags,
@@ -247,13 +301,24 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         Some(phlo_transform_compiler::ModelSchema::Known { columns, .. }) => {
             println!("\nColumns:");
             let width = columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
+            let type_width = columns
+                .iter()
+                .map(|c| c.data_type.len() + if c.nullable { 0 } else { 9 })
+                .max()
+                .unwrap_or(0);
             for col in columns {
-                println!(
-                    "  {:<width$}  {}{}",
-                    col.name,
+                let ty = format!(
+                    "{}{}",
                     col.data_type,
                     if col.nullable { "" } else { " NOT NULL" }
                 );
+                let from = column_sources
+                    .iter()
+                    .find(|s| s.name == col.name)
+                    .filter(|s| !s.direct.is_empty())
+                    .map(|s| format!("  ← {}", s.direct.join(", ")))
+                    .unwrap_or_default();
+                println!("  {:<width$}  {ty:<type_width$}{from}", col.name);
             }
         }
         Some(phlo_transform_compiler::ModelSchema::Unknown { reason }) => {
@@ -308,12 +373,40 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
     EXIT_OK
 }
 
-/// Plans `c` against the recorded state and the relations the engine sees.
-async fn make_plan(
+/// The recorded state of the environment and the relations that exist, as the planner reads
+/// them.
+struct StateView {
+    materialized: HashMap<String, MaterializedVersion>,
+    existing: HashSet<String>,
+}
+
+impl StateView {
+    fn inputs<'a>(
+        &'a self,
+        engine: &'a dyn Adapter,
+        relation_of: &'a dyn Fn(usize) -> String,
+    ) -> PlanInputs<'a> {
+        PlanInputs {
+            environment: LOCAL_ENVIRONMENT,
+            adapter: engine.name(),
+            materialized: &self.materialized,
+            existing_relations: &self.existing,
+            relation_of,
+        }
+    }
+
+    /// The state-derived `changed` set.
+    fn changed(&self, c: &Compilation, engine: &dyn Adapter) -> BTreeSet<usize> {
+        let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+        phlo_transform_plan::changed_models(c, &self.inputs(engine, &relation_of))
+    }
+}
+
+async fn state_view(
     c: &Compilation,
     engine: &dyn Adapter,
     store: &dyn StateStore,
-) -> Result<Plan, Diagnostic> {
+) -> Result<StateView, Diagnostic> {
     let materialized = store
         .materializations(LOCAL_ENVIRONMENT)
         .await
@@ -331,20 +424,29 @@ async fn make_plan(
             existing.insert(m.id.clone());
         }
     }
-    let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
-    Ok(phlo_transform_plan::plan(
-        c,
-        &PlanInputs {
-            environment: LOCAL_ENVIRONMENT,
-            adapter: engine.name(),
-            materialized: &materialized,
-            existing_relations: &existing,
-            relation_of: &relation_of,
-        },
-    ))
+    Ok(StateView {
+        materialized,
+        existing,
+    })
 }
 
-pub async fn plan(paths: &Paths, json: bool) -> u8 {
+/// Selects with `spec` and plans the selection against the recorded state and the relations
+/// the engine sees.
+async fn make_plan(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    spec: &SelectorSpec,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let view = state_view(c, engine, store).await.map_err(|d| vec![d])?;
+    let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+    let inputs = view.inputs(engine, &relation_of);
+    let changed = || phlo_transform_plan::changed_models(c, &inputs);
+    let selection = phlo_transform_plan::select(c, spec, &changed)?;
+    phlo_transform_plan::plan(c, &inputs, &selection).map_err(|d| vec![d])
+}
+
+pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     let c = match compile_or_report(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -355,9 +457,9 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
     };
     // Planning only asks whether relations exist: nothing needs opening.
     let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
-    let p = match make_plan(c, &engine, &store).await {
+    let p = match make_plan(c, &engine, store.as_ref(), spec).await {
         Ok(p) => p,
-        Err(d) => return fatal(d, json),
+        Err(diags) => return fatal_all(diags, json),
     };
     let stored = store
         .store_plan(
@@ -385,7 +487,7 @@ pub async fn plan(paths: &Paths, json: bool) -> u8 {
     EXIT_OK
 }
 
-pub async fn run(paths: &Paths, jobs: Option<usize>, json: bool) -> u8 {
+pub async fn run(paths: &Paths, jobs: Option<usize>, spec: &SelectorSpec, json: bool) -> u8 {
     let c = match compile_or_report(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -393,13 +495,20 @@ pub async fn run(paths: &Paths, jobs: Option<usize>, json: bool) -> u8 {
     let jobs = jobs
         .or(c.workspace.config.transform.execution.max_concurrency)
         .unwrap_or(4);
-    execute_plan(paths, c, jobs, json, "run", Ok).await
+    execute_plan(paths, c, jobs, json, "run", spec, Ok).await
 }
 
 /// Executes exactly the stored plan `plan_id`, or rejects it as stale when planning again now
 /// gives a different plan (model files, configuration, dependencies, source states or recorded
-/// versions changed since it was made).
-pub async fn apply(paths: &Paths, plan_id: &str, jobs: Option<usize>, json: bool) -> u8 {
+/// versions changed since it was made). The plan is made again with the stored plan's
+/// selection unless `spec` gives another.
+pub async fn apply(
+    paths: &Paths,
+    plan_id: &str,
+    jobs: Option<usize>,
+    spec: Option<SelectorSpec>,
+    json: bool,
+) -> u8 {
     let c = match compile_or_report(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -428,7 +537,8 @@ pub async fn apply(paths: &Paths, plan_id: &str, jobs: Option<usize>, json: bool
     let jobs = jobs
         .or(c.workspace.config.transform.execution.max_concurrency)
         .unwrap_or(4);
-    execute_plan(paths, c, jobs, json, "apply", move |fresh| {
+    let spec = spec.unwrap_or_else(|| stored.selection.spec.clone());
+    execute_plan(paths, c, jobs, json, "apply", &spec, move |fresh| {
         if fresh.plan_id == stored.plan_id {
             return Ok(fresh);
         }
@@ -485,7 +595,7 @@ pub async fn apply(paths: &Paths, plan_id: &str, jobs: Option<usize>, json: bool
     .await
 }
 
-pub async fn test(paths: &Paths, json: bool) -> u8 {
+pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     let c = match compile_or_report(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -497,6 +607,7 @@ pub async fn test(paths: &Paths, json: bool) -> u8 {
         1,
         json,
         "test",
+        spec,
         |mut p| -> Result<Plan, Diagnostic> {
             for m in &mut p.models {
                 if m.decision == Decision::Build {
@@ -523,10 +634,11 @@ async fn execute_plan(
     jobs: usize,
     json: bool,
     command: &str,
+    spec: &SelectorSpec,
     adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
 ) -> u8 {
     let store = match open_state(paths).await {
-        Ok(s) => Arc::new(s),
+        Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
     let (engine, engine_diags) = open_engine(paths, c).await;
@@ -534,22 +646,38 @@ async fn execute_plan(
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
     let engine = Arc::new(engine);
-    let p = match make_plan(c, engine.as_ref(), store.as_ref())
+    let p = match make_plan(c, engine.as_ref(), store.as_ref(), spec)
         .await
-        .and_then(adjust)
+        .and_then(|p| adjust(p).map_err(|d| vec![d]))
     {
         Ok(p) => p,
-        Err(d) => return fatal(d, json),
+        Err(diags) => return fatal_all(diags, json),
     };
     if !json && command != "test" {
         print!("{}", render::plan(&p));
         println!();
     }
+    // OpenLineage only for the commands that build; `test` builds nothing.
+    let lineage = match command {
+        "run" | "apply" => super::openlineage::RunLineage::start(paths, c, store.as_ref()).await,
+        _ => None,
+    };
+    let observer = lineage
+        .as_ref()
+        .map(|l| phlo_transform_openlineage::RunEmitter::new(c, &l.config, &l.emitter, command));
     let options = RunOptions {
         jobs,
         command: command.to_string(),
+        observer: observer
+            .as_ref()
+            .map(|o| o as &dyn phlo_transform_exec::RunObserver),
     };
-    let report = match execute(c, &p, engine, store, &options).await {
+    let executed = execute(c, &p, engine, store, &options).await;
+    drop(observer);
+    if let Some(l) = lineage {
+        l.emitter.finish().await;
+    }
+    let report = match executed {
         Ok(r) => r,
         Err(e) => {
             return fatal(
@@ -583,12 +711,19 @@ async fn execute_plan(
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
     let mut removed = Vec::new();
     let mut targets = vec![paths.warehouse.clone()];
-    for name in ["manifest.json", "graph.json", "plan.json", "run.json"] {
+    for name in [
+        "manifest.json",
+        "graph.json",
+        "plan.json",
+        "run.json",
+        "openlineage.json",
+    ] {
         targets.push(paths.artifacts.join(name));
     }
-    if all {
+    // A PostgreSQL state is shared: `clean` never drops it.
+    if let (true, phlo_transform_state::StateLocation::Sqlite(state)) = (all, &paths.state) {
         for suffix in ["", "-wal", "-shm"] {
-            targets.push(Path::new(&format!("{}{suffix}", paths.state.display())).to_path_buf());
+            targets.push(Path::new(&format!("{}{suffix}", state.display())).to_path_buf());
         }
     }
     for t in targets {

@@ -1,16 +1,23 @@
 //! Argument parsing and the shared steps every command takes (load, compile, open state).
 
 mod commands;
+mod lineage;
+mod openlineage;
 mod render;
+mod selection;
+mod state;
+
+use selection::SelectionArgs;
 
 use clap::{Parser, Subcommand};
 use phlo_transform_adapter::LocalEngine;
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{Diagnostic, Diagnostics};
+use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
-use phlo_transform_state::SqliteStateStore;
+use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Exit codes: 0 success, 1 model or test failures, 2 usage or compile errors.
 pub const EXIT_OK: u8 = 0;
@@ -33,8 +40,9 @@ pub struct Cli {
     /// Print the report as JSON on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// State store: a SQLite file path (default .phlo/transform/state.db).
-    #[arg(long, global = true, env = "PHLO_STATE_URL", value_name = "PATH")]
+    /// State store: a SQLite file path (default .phlo/transform/state.db) or a
+    /// postgres:// / postgresql:// URL (the shared PostgreSQL store).
+    #[arg(long, global = true, env = "PHLO_STATE_URL", value_name = "PATH|URL")]
     pub state: Option<String>,
     #[command(subcommand)]
     pub command: Command,
@@ -44,8 +52,11 @@ pub struct Cli {
 pub enum Command {
     /// Compile and validate the whole workspace; report every problem.
     Check,
-    /// List the workspace's models.
-    List,
+    /// List the workspace's models (or the selected ones).
+    List {
+        #[command(flatten)]
+        selection: SelectionArgs,
+    },
     /// Show one model: identity, dependencies, consumers, tests, version and state.
     Inspect {
         /// Model name (`assay.results`) or URI (`model://assay/results`).
@@ -55,7 +66,10 @@ pub enum Command {
         config: bool,
     },
     /// Show what a run would do and why, without changing anything.
-    Plan,
+    Plan {
+        #[command(flatten)]
+        selection: SelectionArgs,
+    },
     /// Execute exactly a stored plan; rejected as stale if planning again gives another plan.
     Apply {
         /// The id `plan` printed.
@@ -63,15 +77,43 @@ pub enum Command {
         /// Models built at once (default: [transform.execution] max_concurrency, else 4).
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
+        /// Default: the selection the plan was made with.
+        #[command(flatten)]
+        selection: SelectionArgs,
     },
     /// Plan, then build what changed in dependency order, then run the tests.
     Run {
         /// Models built at once (default: [transform.execution] max_concurrency, else 4).
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
+        #[command(flatten)]
+        selection: SelectionArgs,
     },
     /// Run the data tests against the relations that exist.
-    Test,
+    Test {
+        #[command(flatten)]
+        selection: SelectionArgs,
+    },
+    /// Where a model or column comes from and where it goes (column-level lineage).
+    Lineage {
+        /// A model or source (`shared.orders`, `model://shared/orders`) or a column
+        /// (`shared.orders.amount`); without it, every model and its inputs.
+        target: Option<String>,
+        /// `text` (a readable chain; the report with --json), `graph` (the canonical document)
+        /// or `openlineage` (design-time JobEvents and DatasetEvents).
+        #[arg(long, value_enum, default_value_t)]
+        format: lineage::LineageFormat,
+    },
+    /// What changing a model, source or column reaches: columns, models, tests, workflows.
+    Impact {
+        /// A model or source (`raw.orders`) or a column (`raw.orders.amount`).
+        target: String,
+    },
+    /// Query the state database: recent runs, one run's nodes, one model's history.
+    State {
+        #[command(subcommand)]
+        command: state::StateCommand,
+    },
     /// Remove the local warehouse and artifacts (and with --state, the state database).
     Clean {
         /// Also remove the state database.
@@ -85,7 +127,7 @@ pub struct Paths {
     pub root: PathBuf,
     pub artifacts: PathBuf,
     pub warehouse: PathBuf,
-    pub state: PathBuf,
+    pub state: StateLocation,
 }
 
 impl Paths {
@@ -94,8 +136,8 @@ impl Paths {
         Paths {
             root: root.to_path_buf(),
             state: state
-                .map(PathBuf::from)
-                .unwrap_or_else(|| artifacts.join("state.db")),
+                .map(StateLocation::parse)
+                .unwrap_or_else(|| StateLocation::Sqlite(artifacts.join("state.db"))),
             warehouse: root.join(".phlo").join("warehouse"),
             artifacts,
         }
@@ -112,41 +154,31 @@ pub async fn dispatch(cli: Cli) -> u8 {
     } else {
         Workspace::find_root(&start)
     };
-    if let Some(url) = cli
-        .state
-        .as_deref()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-    {
-        let d = Diagnostic::error(codes::STATE_UNAVAILABLE, format!("state backend `{}` is not available yet", redact(url)))
-            .with_help("use a SQLite file path for --state / PHLO_STATE_URL; the PostgreSQL backend is planned");
-        render::diagnostics(&Diagnostics(vec![d]), None, cli.json);
-        return EXIT_ERRORS;
-    }
     let paths = Paths::new(&root, cli.state.as_deref());
     let json = cli.json;
     match cli.command {
         Command::Check => commands::check(&paths, json).await,
-        Command::List => commands::list(&paths, json).await,
+        Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config } => commands::inspect(&paths, &model, config, json).await,
-        Command::Plan => commands::plan(&paths, json).await,
-        Command::Apply { plan_id, jobs } => commands::apply(&paths, &plan_id, jobs, json).await,
-        Command::Run { jobs } => commands::run(&paths, jobs, json).await,
-        Command::Test => commands::test(&paths, json).await,
-        Command::Clean { all } => commands::clean(&paths, all, json),
-    }
-}
-
-/// Never print credentials: `postgres://user:secret@host` → `postgres://user:***@host`.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
+        Command::Plan { selection } => commands::plan(&paths, &selection.spec(), json).await,
+        Command::Apply {
+            plan_id,
+            jobs,
+            selection,
+        } => {
+            let spec = (!selection.is_empty()).then(|| selection.spec());
+            commands::apply(&paths, &plan_id, jobs, spec, json).await
         }
-        _ => url.to_string(),
+        Command::Run { jobs, selection } => {
+            commands::run(&paths, jobs, &selection.spec(), json).await
+        }
+        Command::Test { selection } => commands::test(&paths, &selection.spec(), json).await,
+        Command::Lineage { target, format } => {
+            lineage::lineage(&paths, target.as_deref(), format, json).await
+        }
+        Command::Impact { target } => lineage::impact(&paths, &target, json).await,
+        Command::State { command } => state::dispatch(&paths, command, json).await,
+        Command::Clean { all } => commands::clean(&paths, all, json),
     }
 }
 
@@ -162,11 +194,22 @@ pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
     ))))
 }
 
-pub async fn open_state(paths: &Paths) -> Result<SqliteStateStore, Diagnostic> {
-    SqliteStateStore::open(&paths.state).await.map_err(|e| {
-        Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
-            .with_help("check that the state path is writable, or pass another with --state")
-    })
+/// Opens the state store `--state` / `PHLO_STATE_URL` names: SQLite or PostgreSQL, the same
+/// trait object either way. Errors show a PostgreSQL URL without its password.
+pub async fn open_state(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
+    phlo_transform_state::open(&paths.state)
+        .await
+        .map_err(|e| {
+            let help = match &paths.state {
+                StateLocation::Sqlite(_) => {
+                    "check that the state path is writable, or pass another with --state"
+                }
+                StateLocation::Postgres(_) => {
+                    "check that PostgreSQL is running, reachable at that address and that the database exists; or pass a SQLite file path with --state / PHLO_STATE_URL"
+                }
+            };
+            Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
+        })
 }
 
 pub async fn open_engine(paths: &Paths, c: &Compilation) -> (LocalEngine, Vec<Diagnostic>) {

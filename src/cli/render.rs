@@ -36,13 +36,59 @@ pub fn summary_line(c: &Compilation) -> String {
     )
 }
 
+/// `assay.results+ — 1 selected, 4 expanded, 2 dependencies, 1 excluded`.
+fn selection_line(p: &Plan) -> String {
+    let sel = &p.selection;
+    let spec = &sel.spec;
+    let mut terms: Vec<String> = spec.include.clone();
+    if terms.is_empty() {
+        terms.push(
+            if spec.since.is_some() {
+                "changed"
+            } else {
+                "all"
+            }
+            .into(),
+        );
+    }
+    terms.extend(spec.exclude.iter().map(|t| format!("--exclude {t}")));
+    terms.extend(spec.tags.iter().map(|t| format!("--tag {t}")));
+    terms.extend(spec.workflows.iter().map(|w| format!("--workflow {w}")));
+    for (on, flag) in [
+        (spec.upstream, "--upstream"),
+        (spec.downstream, "--downstream"),
+        (spec.force, "--force"),
+    ] {
+        if on {
+            terms.push(flag.into());
+        }
+    }
+    if let Some(r) = &spec.since {
+        terms.push(format!("--since {r}"));
+    }
+    let mut counts = vec![format!("{} selected", sel.matched.len())];
+    for (n, what) in [
+        (sel.expanded.len(), "expanded"),
+        (sel.required.len(), "dependencies"),
+        (sel.excluded.len(), "excluded"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    format!("{} — {}", terms.join(" "), counts.join(", "))
+}
+
 /// The SPEC §40 layout.
 pub fn plan(p: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Plan:        {}", p.plan_id);
     let _ = writeln!(out, "Adapter:     {}", p.adapter);
     let _ = writeln!(out, "Environment: {}", p.environment);
-    let _ = writeln!(out, "Selection:   all\n");
+    let _ = writeln!(out, "Selection:   {}\n", selection_line(p));
+    for w in &p.warnings {
+        let _ = writeln!(out, "warning[{}]: {}\n", w.code, w.message);
+    }
     let s = &p.summary;
     let _ = writeln!(
         out,
@@ -62,6 +108,11 @@ pub fn plan(p: &Plan) -> String {
             m.materialization,
             m.relation
         );
+        // Git provenance (SPEC §82): why `changed` matched, apart from the rebuild reasons.
+        let git = p.selection.git.iter().flat_map(|g| &g.models);
+        for c in git.filter(|c| c.name == m.name).flat_map(|c| &c.causes) {
+            let _ = writeln!(out, "           selected because {c}");
+        }
         for r in &m.reasons {
             let _ = writeln!(out, "           {}", r.detail);
         }

@@ -22,7 +22,9 @@ fn compile(dir: &Path) -> Compilation {
 
 /// Every derives edge into the columns of `model`, as `column <- input directness kind`.
 fn edges_into(g: &LineageGraph, model: &str) -> BTreeSet<String> {
-    let ds = g.node(&format!("dataset://{model}")).expect("model dataset");
+    let ds = g
+        .node(&format!("dataset://{model}"))
+        .expect("model dataset");
     let mut out = BTreeSet::new();
     for c in g.columns_of(ds) {
         let column = g.nodes[c].name.strip_prefix(&format!("{model}.")).unwrap();
@@ -30,8 +32,14 @@ fn edges_into(g: &LineageGraph, model: &str) -> BTreeSet<String> {
             out.insert(format!(
                 "{column} <- {} {} {}",
                 g.nodes[e.from].name,
-                serde_json::to_value(e.directness.unwrap()).unwrap().as_str().unwrap(),
-                serde_json::to_value(e.transformation.unwrap()).unwrap().as_str().unwrap(),
+                serde_json::to_value(e.directness.unwrap())
+                    .unwrap()
+                    .as_str()
+                    .unwrap(),
+                serde_json::to_value(e.transformation.unwrap())
+                    .unwrap()
+                    .as_str()
+                    .unwrap(),
             ));
         }
     }
@@ -114,7 +122,10 @@ fn impact_of_a_source_column_reaches_downstream_columns_through_the_ephemeral_mo
     let columns: BTreeSet<&str> = report.columns.iter().map(|c| c.column.as_str()).collect();
     assert!(columns.contains("cases.base.cents"));
     assert!(columns.contains("cases.chain.total_cents"));
-    assert!(columns.contains("cases.sort_other.customer_id"), "indirect (sort)");
+    assert!(
+        columns.contains("cases.sort_other.customer_id"),
+        "indirect (sort)"
+    );
     assert!(!columns.contains("cases.chain.customer_id"));
     let via = |name: &str| {
         report

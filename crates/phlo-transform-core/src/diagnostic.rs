@@ -69,10 +69,20 @@ pub mod codes {
     pub const INCREMENTAL_AS_TABLE: Code = Code("L001");
     pub const STALE_PLAN: Code = Code("L002");
     pub const UNKNOWN_PLAN: Code = Code("L003");
+    // SELECTION (SPEC §82)
+    pub const EMPTY_SELECTION: Code = Code("L004");
+    pub const UNMATCHED_SELECTOR: Code = Code("L005");
+    pub const AMBIGUOUS_SELECTOR: Code = Code("L006");
+    pub const INVALID_SELECTOR: Code = Code("L007");
+    pub const EXCLUDED_DEPENDENCY_MISSING: Code = Code("L008");
+    pub const EXCLUDED_DEPENDENCY: Code = Code("L009");
+    pub const GIT_UNAVAILABLE: Code = Code("L010");
     // ADAPTER
     pub const QUERY_FAILED: Code = Code("A001");
     pub const WRITE_FAILED: Code = Code("A002");
     pub const RELATION_UNAVAILABLE: Code = Code("A003");
+    /// A source's catalog (an Iceberg REST catalog) could not be read.
+    pub const CATALOG_UNAVAILABLE: Code = Code("A004");
     // EXECUTION
     pub const UPSTREAM_FAILED: Code = Code("E001");
     pub const TASK_PANICKED: Code = Code("E002");
@@ -82,6 +92,9 @@ pub mod codes {
     // STATE
     pub const STATE_UNAVAILABLE: Code = Code("Y001");
     pub const STATE_WRITE_FAILED: Code = Code("Y002");
+    pub const UNKNOWN_RUN: Code = Code("Y003");
+    pub const AMBIGUOUS_RUN: Code = Code("Y004");
+    pub const NO_MODEL_STATE: Code = Code("Y005");
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -12,16 +12,29 @@ use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_plan::{Decision, Plan};
-use phlo_transform_state::{MaterializedVersion, NodeRecord, RunRecord, StateError, StateStore};
+use phlo_transform_state::{
+    MaterializedVersion, NodeRecord, RecordedColumn, RunRecord, StateError, StateStore,
+};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinSet;
 
-pub struct RunOptions {
+pub struct RunOptions<'a> {
     /// Models executed at once (at least 1).
     pub jobs: usize,
     pub command: String,
+    /// Told of the run's start, of every model transition and of its end (OpenLineage).
+    pub observer: Option<&'a dyn RunObserver>,
+}
+
+/// Watches a run as it happens. Calls are made from the scheduler, so an observer must return
+/// at once: anything slow (network, disk) belongs on its own task.
+pub trait RunObserver: Send + Sync {
+    fn run_started(&self, run_id: &str, started_at: &str);
+    /// A model's record changed (`running`, `passed`, `failed`, `skipped`, `blocked`).
+    fn model(&self, run_id: &str, result: &ModelResult);
+    fn run_finished(&self, report: &RunReport);
 }
 
 fn now() -> String {
@@ -48,10 +61,14 @@ impl State {
 struct Ctx<'a> {
     run_id: String,
     state: &'a dyn StateStore,
+    observer: Option<&'a dyn RunObserver>,
 }
 
 impl Ctx<'_> {
     async fn record(&self, kind: &str, node: &str, r: &ModelResult) -> Result<(), StateError> {
+        if let (Some(observer), "model") = (self.observer, kind) {
+            observer.model(&self.run_id, r);
+        }
         self.state
             .record_node(
                 &self.run_id,
@@ -79,7 +96,7 @@ pub async fn execute(
     plan: &Plan,
     adapter: Arc<dyn Adapter>,
     state: Arc<dyn StateStore>,
-    options: &RunOptions,
+    options: &RunOptions<'_>,
 ) -> Result<RunReport, StateError> {
     let run_id = uuid::Uuid::now_v7().simple().to_string();
     let generation = chrono::Utc::now().timestamp_micros();
@@ -102,7 +119,11 @@ pub async fn execute(
     let ctx = Ctx {
         run_id: run_id.clone(),
         state: state.as_ref(),
+        observer: options.observer,
     };
+    if let Some(observer) = options.observer {
+        observer.run_started(&run_id, &started_at);
+    }
 
     let mut states: HashMap<&str, State> = HashMap::new();
     let mut results: HashMap<&str, ModelResult> = HashMap::new();
@@ -271,15 +292,11 @@ pub async fn execute(
     let status = if failed { "failed" } else { "passed" };
     let finished_at = now();
     state.finish_run(&run_id, status, &finished_at).await?;
-    Ok(RunReport::new(
-        run_id,
-        plan,
-        status,
-        started_at,
-        finished_at,
-        models,
-        tests,
-    ))
+    let report = RunReport::new(run_id, plan, status, started_at, finished_at, models, tests);
+    if let Some(observer) = options.observer {
+        observer.run_finished(&report);
+    }
+    Ok(report)
 }
 
 fn serde_json_value(plan: &Plan) -> serde_json::Value {
@@ -315,6 +332,19 @@ async fn record_materialization(
             run_id: run_id.to_string(),
             generation,
             materialized_at: now(),
+            output_columns: c.models[index]
+                .schema
+                .as_ref()
+                .and_then(|s| s.columns())
+                .map(|cols| {
+                    cols.iter()
+                        .map(|col| RecordedColumn {
+                            name: col.name.clone(),
+                            data_type: col.data_type.clone(),
+                            nullable: col.nullable,
+                        })
+                        .collect()
+                }),
         })
         .await
 }

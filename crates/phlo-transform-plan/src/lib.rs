@@ -1,13 +1,21 @@
 //! Planning (SPEC §36–40): for every materialised model, compare the desired version with the
 //! version recorded for the environment and decide build / skip, with structured reasons
-//! whose `kind` codes are stable. Ephemeral models are inlined, never planned.
+//! whose `kind` codes are stable. Ephemeral models are inlined, never planned. Only the models
+//! of a [`Selection`] are planned (SPEC §43, §82); the models it reads are planned as
+//! dependencies, built only when missing.
 
+mod git;
 mod reasons;
+pub mod schema_change;
+mod selector;
 
+pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};
+pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
 
 use phlo_transform_compiler::{Compilation, SqlChange};
-use phlo_transform_core::Fingerprint;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::{Diagnostic, Fingerprint};
 use phlo_transform_project::Materialization;
 use phlo_transform_state::MaterializedVersion;
 use serde::{Deserialize, Serialize};
@@ -49,6 +57,8 @@ pub struct PlannedModel {
     pub sql_change: Option<SqlChange>,
     /// Planned models this one waits for (ephemeral models looked through).
     pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub membership: Membership,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -77,6 +87,17 @@ pub struct Plan {
     pub tests: Vec<PlannedTest>,
     /// Ephemeral models, inlined into their dependents.
     pub ephemeral: Vec<String>,
+    #[serde(default)]
+    pub selection: Selection,
+    #[serde(default)]
+    pub warnings: Vec<PlanWarning>,
+}
+
+/// A problem the plan works around (an excluded dependency planned against as it is).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanWarning {
+    pub code: String,
+    pub message: String,
 }
 
 /// What the planner needs to know about the environment.
@@ -91,18 +112,68 @@ pub struct PlanInputs<'a> {
     pub relation_of: &'a dyn Fn(usize) -> String,
 }
 
-pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
+/// The state-derived `changed` set: materialised models the planner would build (desired
+/// version differs from the recorded one, or never materialised, or the relation is missing).
+pub fn changed_models(c: &Compilation, inputs: &PlanInputs<'_>) -> BTreeSet<usize> {
+    let decided = HashMap::new();
+    c.order
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let m = &c.models[i];
+            m.materialization != Materialization::Ephemeral
+                && decide(c, i, inputs.materialized.get(&m.id), inputs, &decided).0
+                    == Decision::Build
+        })
+        .collect()
+}
+
+/// Plans the models of `selection`. Rejected when an excluded dependency was never
+/// materialised (nothing could stand in for it).
+pub fn plan(
+    c: &Compilation,
+    inputs: &PlanInputs<'_>,
+    selection: &Selection,
+) -> Result<Plan, Diagnostic> {
     let mut decided: HashMap<usize, Decision> = HashMap::new();
     let mut models = Vec::new();
     let mut ephemeral = Vec::new();
+    let mut warnings = Vec::new();
+    let mut missing_excluded = Vec::new();
     for &i in &c.order {
         let m = &c.models[i];
+        let Some(membership) = selection.membership(i) else {
+            continue;
+        };
         if m.materialization == Materialization::Ephemeral {
             ephemeral.push(m.name.to_string());
             continue;
         }
         let recorded = inputs.materialized.get(&m.id);
-        let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
+        let (decision, reasons) = if selection.is_excluded(i) {
+            if recorded.is_none() || !inputs.existing_relations.contains(&m.id) {
+                missing_excluded.push(m.name.to_string());
+                continue;
+            }
+            warnings.push(PlanWarning {
+                code: codes::EXCLUDED_DEPENDENCY.0.to_string(),
+                message: format!(
+                    "`{}` is excluded but the selection reads it: its existing materialisation is used",
+                    m.name
+                ),
+            });
+            (
+                Decision::Skip,
+                vec![Reason::new(
+                    ReasonKind::SelectedDependency,
+                    "excluded (--exclude): the selection reads its existing materialisation",
+                    None,
+                )],
+            )
+        } else {
+            let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
+            for_membership(membership, selection.spec.force, decision, reasons)
+        };
         let sql_change = match (recorded, &m.version) {
             (Some(r), Some(v)) => Some(SqlChange::classify(
                 r.text_hash.as_deref(),
@@ -128,16 +199,30 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
                 .into_iter()
                 .map(|u| c.models[u].name.to_string())
                 .collect(),
+            membership,
         });
     }
+    if !missing_excluded.is_empty() {
+        return Err(Diagnostic::error(
+            codes::EXCLUDED_DEPENDENCY_MISSING,
+            format!(
+                "the selection reads excluded model(s) that were never materialised: {}",
+                missing_excluded.join(", ")
+            ),
+        )
+        .with_help("stop excluding them, or build them first; an excluded model is never built"));
+    }
     let planned: HashSet<usize> = decided.keys().copied().collect();
+    let acted: HashSet<usize> = selection.acted_on().collect();
     let tests = c
         .tests
         .iter()
         .filter(|t| {
-            t.targets.iter().all(|i| {
-                planned.contains(i) || c.models[*i].materialization == Materialization::Ephemeral
-            })
+            t.targets.iter().any(|i| acted.contains(i))
+                && t.targets.iter().all(|i| {
+                    planned.contains(i)
+                        || c.models[*i].materialization == Materialization::Ephemeral
+                })
         })
         .map(|t| PlannedTest {
             name: t.name.clone(),
@@ -162,12 +247,13 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
         .field("adapter", inputs.adapter);
     for m in &models {
         f.field("model", &m.name)
+            .field("membership", format!("{:?}", m.membership))
             .field("decision", m.decision.label())
             .field("version", m.version.as_deref().unwrap_or("-"))
             .field("previous", m.previous_version.as_deref().unwrap_or("-"));
     }
     let plan_id = f.finish()[..16].to_string();
-    Plan {
+    Ok(Plan {
         plan_id,
         created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         environment: inputs.environment.to_string(),
@@ -176,6 +262,55 @@ pub fn plan(c: &Compilation, inputs: &PlanInputs<'_>) -> Plan {
         models,
         tests,
         ephemeral,
+        selection: selection.clone(),
+        warnings,
+    })
+}
+
+/// Adjusts the state decision of a model to how it belongs to the selection: `--force`
+/// rebuilds unchanged selected models; dependencies are built only when missing.
+fn for_membership(
+    membership: Membership,
+    force: bool,
+    decision: Decision,
+    mut reasons: Vec<Reason>,
+) -> (Decision, Vec<Reason>) {
+    match (membership, decision) {
+        (Membership::Selected | Membership::Expanded, Decision::Skip) if force => (
+            Decision::Build,
+            vec![Reason::new(
+                ReasonKind::Forced,
+                "rebuilt on request (--force); otherwise unchanged",
+                None,
+            )],
+        ),
+        (Membership::Dependency, Decision::Build) => {
+            let missing = reasons
+                .first()
+                .is_some_and(|r| r.kind == ReasonKind::MissingRelation);
+            let (decision, detail) = if missing {
+                (
+                    Decision::Build,
+                    "not selected, but the selection reads it and it is missing: built",
+                )
+            } else {
+                (Decision::Skip, "not selected: the selection reads its existing materialisation, which is out of date")
+            };
+            reasons.insert(0, Reason::new(ReasonKind::SelectedDependency, detail, None));
+            (decision, reasons)
+        }
+        (Membership::Dependency, Decision::Skip) => {
+            reasons.insert(
+                0,
+                Reason::new(
+                    ReasonKind::SelectedDependency,
+                    "not selected: the selection reads its existing materialisation",
+                    None,
+                ),
+            );
+            (decision, reasons)
+        }
+        _ => (decision, reasons),
     }
 }
 

@@ -16,6 +16,10 @@ pub enum ReasonKind {
     MissingRelation,
     UnknownState,
     Unchanged,
+    /// `--force`: built although unchanged.
+    Forced,
+    /// Outside the selection but read by it: built only when missing.
+    SelectedDependency,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

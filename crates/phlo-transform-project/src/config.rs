@@ -23,6 +23,60 @@ pub struct WorkspaceConfig {
     /// or a unique suffix of one.
     #[serde(default)]
     pub model: BTreeMap<String, ModelSection>,
+    /// `[openlineage]`: where run events go. `OPENLINEAGE__*` variables override it.
+    #[serde(default)]
+    pub openlineage: OpenLineageSection,
+    /// `[schema]`: how `plan` classifies schema changes (SPEC §50).
+    #[serde(default)]
+    pub schema: SchemaPolicy,
+}
+
+/// `[schema]` policy. A nullable addition is SAFE and a numeric widening REVIEW unless these
+/// say otherwise; `breaking_changes = "error"` makes a plan with a BREAKING change fail.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemaPolicy {
+    pub allow_nullable_additions: bool,
+    pub allow_numeric_widening: bool,
+    pub breaking_changes: BreakingChanges,
+}
+
+impl Default for SchemaPolicy {
+    fn default() -> Self {
+        SchemaPolicy {
+            allow_nullable_additions: true,
+            allow_numeric_widening: true,
+            breaking_changes: BreakingChanges::Warn,
+        }
+    }
+}
+
+/// What a BREAKING schema change does to a plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BreakingChanges {
+    /// Reported; the plan goes ahead.
+    #[default]
+    Warn,
+    /// The plan is rejected (L011) until the change is accepted with `--allow-breaking`.
+    Error,
+}
+
+/// `[openlineage]`. The API key is deliberately not a key here: secrets stay out of phlo.toml
+/// (`OPENLINEAGE__API_KEY` only).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLineageSection {
+    /// The collector's base URL (`http://marquez:5000`).
+    pub url: Option<String>,
+    /// Path of the lineage endpoint below `url`; default `api/v1/lineage`.
+    pub endpoint: Option<String>,
+    /// JSON Lines file the same events are appended to (relative to the workspace root).
+    pub file: Option<String>,
+    /// Namespace of the jobs; default `phlo-transform`.
+    pub namespace: Option<String>,
+    /// HTTP timeout per attempt, and the bound of the drain at exit; default 10.
+    pub timeout_seconds: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -75,6 +129,9 @@ pub struct TransformSection {
     pub state: StateSection,
     #[serde(default)]
     pub discovery: Discovery,
+    /// Delta table maintenance of the local engine.
+    #[serde(default)]
+    pub maintenance: crate::maintenance::MaintenanceSection,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -114,6 +171,17 @@ pub struct SourceSection {
     /// `location` the source is schema-only (typing, no data); with one it is the fallback when
     /// the data's own schema cannot be read.
     pub columns: Option<toml::Table>,
+    /// Base URL of an Iceberg REST catalog (`http://host:8181`, possibly with a path): the
+    /// source is then that catalog's table `table` instead of a `location`.
+    pub catalog: Option<String>,
+    /// `namespace.table` in the REST catalog (nested namespaces: `a.b.table`); default: the
+    /// source's own name.
+    pub table: Option<String>,
+    /// Warehouse passed to the REST catalog's `/v1/config`.
+    pub warehouse: Option<String>,
+    /// Name of the environment variable holding a bearer token for the REST catalog (the token
+    /// itself never goes in phlo.toml).
+    pub token_env: Option<String>,
 }
 
 /// `transform.toml`. `namespace` is only meaningful in a transform root.

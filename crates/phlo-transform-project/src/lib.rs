@@ -5,6 +5,7 @@ pub mod config;
 pub mod directives;
 pub mod discovery;
 pub mod effective;
+pub mod maintenance;
 pub mod sources;
 mod toml_error;
 
@@ -12,4 +13,5 @@ pub use config::{RootConfig, WorkspaceConfig};
 pub use directives::{AnalysisMode, Directives, IncrementalStrategy, Materialization};
 pub use discovery::{ModelFile, TestFile, TransformRoot, Workspace};
 pub use effective::{EffectiveConfig, Origin, Sourced};
-pub use sources::{SourceDecl, SourceFormat, SourceOrigin};
+pub use maintenance::MaintenanceSection;
+pub use sources::{RestTable, SourceDecl, SourceFormat, SourceOrigin};

@@ -1,0 +1,77 @@
+//! Lineage benchmark: on generated N-model workspaces, times building the `LineageGraph` (it
+//! is part of every compile; here it is built again on its own to isolate its cost),
+//! serialising `lineage.json`, and `impact` on a source column once compiled.
+//!
+//! ```text
+//! cargo bench --bench lineage                          # N = 1,000 and 10,000
+//! PHLO_BENCH_SIZES=10000 cargo bench --bench lineage
+//! ```
+//!
+//! Under `cargo test --benches` it runs a quick smoke test on a 200-model workspace.
+//! See docs/performance.md for the figures.
+
+#[path = "support/generate.rs"]
+mod generate;
+
+use phlo_transform_compiler::{CatalogSnapshot, Compilation, LineageGraph};
+use phlo_transform_project::Workspace;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let bench_mode = std::env::args().skip(1).any(|a| a == "--bench");
+    let sizes: Vec<usize> = if bench_mode {
+        std::env::var("PHLO_BENCH_SIZES")
+            .ok()
+            .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![1_000, 10_000])
+    } else {
+        vec![200]
+    };
+    for n in sizes {
+        let dir = tempfile::tempdir().expect("tempdir");
+        generate::generate(dir.path(), n).expect("generate workspace");
+        let ws = Workspace::load(dir.path()).expect("workspace loads");
+        let (catalog, diags) = CatalogSnapshot::load(&ws);
+        let started = Instant::now();
+        let c = Compilation::compile(ws, catalog, diags);
+        let compile = started.elapsed();
+        assert!(!c.has_errors(), "generated workspace has errors");
+
+        let started = Instant::now();
+        let g = LineageGraph::build(&c);
+        let build = started.elapsed();
+        let started = Instant::now();
+        let document = serde_json::to_vec(&g.document()).expect("serialises");
+        let serialise = started.elapsed();
+
+        let target = g.resolve("ns00.seed_events.amount").expect("source column");
+        let reps = 50;
+        let mut impact = Duration::ZERO;
+        let mut reached = 0;
+        for _ in 0..reps {
+            let started = Instant::now();
+            let report = g.impact(target);
+            impact += started.elapsed();
+            reached = report.columns.len();
+        }
+        let derives = g
+            .edges
+            .iter()
+            .filter(|e| e.kind == phlo_transform_compiler::lineage::EdgeKind::Derives)
+            .count();
+        println!(
+            "{n:>6} models: compile (incl. lineage) {:>7.1} ms | lineage build {:>6.1} ms ({} nodes, {} derives edges) | lineage.json {:>5.1} MB in {:>6.1} ms | impact ns00.seed_events.amount {:>6.2} ms (mean of {reps}; {reached} columns reached)",
+            ms(compile),
+            ms(build),
+            g.nodes.len(),
+            derives,
+            document.len() as f64 / 1e6,
+            ms(serialise),
+            ms(impact) / reps as f64,
+        );
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,286 @@
+//! `lineage` and `impact` end to end: the real binary over testdata/lineage (schema-only
+//! sources, one model per plan node type), examples/lab and the TPC-H queries.
+
+mod common;
+
+use common::{run, testdata, workspace};
+use serde_json::Value;
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            x.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| x["column"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn column_lineage_separates_direct_and_indirect_inputs() {
+    let out = run(
+        &testdata("lineage"),
+        &["--json", "lineage", "cases.scalar_subquery.total"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["column"], "cases.scalar_subquery.total");
+    assert_eq!(r["type"], "Float64");
+    assert_eq!(r["confidence"], "exact");
+    assert_eq!(names(&r["direct"]), ["raw.orders.amount"]);
+    assert_eq!(r["direct"][0]["transformation"], "aggregation");
+    assert_eq!(r["direct"][0]["expression"], "sum(o.amount)");
+    let mut indirect = names(&r["indirect"]);
+    indirect.sort();
+    assert_eq!(indirect, ["raw.customers.id", "raw.orders.customer_id"]);
+
+    let text = run(
+        &testdata("lineage"),
+        &["lineage", "cases.chain.total_cents"],
+    );
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    // The chain goes through the ephemeral model's column to the source column.
+    let chain: Vec<&str> = text.stdout.lines().map(str::trim).collect();
+    let at = |s: &str| {
+        chain
+            .iter()
+            .position(|l| *l == s)
+            .unwrap_or_else(|| panic!("{s} missing:\n{}", text.stdout))
+    };
+    assert!(at("raw.orders.amount") < at("cases.base.cents"));
+    assert!(at("cases.base.cents") < at("cases.chain.total_cents"));
+}
+
+#[test]
+fn model_lineage_shows_the_chain_and_every_column() {
+    let out = run(&testdata("lineage"), &["--json", "lineage", "cases.base"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["origin"], "model");
+    let up: Vec<&str> = r["upstream"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(up, ["raw.orders"]);
+    let down: Vec<&str> = r["downstream"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(down, ["cases.chain"]);
+    let cols: Vec<&str> = r["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, ["id", "customer_id", "cents"]);
+}
+
+#[test]
+fn impact_of_a_source_column_reaches_models_tests_and_workflows() {
+    let out = run(
+        &testdata("../examples/lab"),
+        &["--json", "impact", "lims.results.result_value"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    let models = names(&r["models"]);
+    assert!(
+        models.contains(&"assay.staging.raw_results".to_string()),
+        "{models:?}"
+    );
+    assert!(models.contains(&"assay.marts.result_facts".to_string()));
+    let columns = &r["columns"];
+    let find = |name: &str| {
+        columns
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["column"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not reached: {columns:#}"))
+    };
+    assert_eq!(
+        find("assay.marts.result_facts.result_value")["via"],
+        "direct"
+    );
+    // in_spec compares the value with limits: derived from it, not copied.
+    assert_eq!(find("assay.marts.result_facts.in_spec")["via"], "direct");
+    // A column the source column does not feed is not reported.
+    assert!(columns
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["column"] != "assay.marts.result_facts.lower_limit"));
+    assert!(!names(&r["workflows"]).is_empty());
+    assert!(!names(&r["tests"]).is_empty());
+}
+
+#[test]
+fn impact_of_a_model_lists_every_downstream_model() {
+    let out = run(&testdata("lineage"), &["--json", "impact", "cases.base"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(names(&out.json()["models"]), ["cases.chain"]);
+}
+
+#[test]
+fn graph_format_prints_the_canonical_document_scoped_to_the_target() {
+    let out = run(
+        &testdata("lineage"),
+        &["lineage", "cases.chain", "--format", "graph"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["version"], 1);
+    let ids: Vec<&str> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "dataset://raw.orders",
+        "dataset://cases.base",
+        "model://cases/base",
+        "dataset://cases.chain#total_cents",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    assert!(!ids.contains(&"dataset://cases.window"), "out of scope");
+    let derives = doc["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["to"] == "dataset://cases.chain#total_cents" && e["directness"] == "direct")
+        .expect("derives edge");
+    assert_eq!(derives["from"], "dataset://cases.base#cents");
+    assert_eq!(derives["transformation"], "aggregation");
+    assert_eq!(derives["confidence"], "exact");
+}
+
+#[test]
+fn unknown_targets_are_coded_errors_with_suggestions() {
+    let out = run(
+        &testdata("lineage"),
+        &["--json", "impact", "raw.orders.amont"],
+    );
+    assert_eq!(out.code, 2);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!(d["code"], "P008");
+    assert_eq!(d["suggestions"][0], "raw.orders.amount");
+    let text = run(&testdata("lineage"), &["lineage", "nope.nothing"]);
+    assert_eq!(text.code, 2);
+    assert!(text.stderr.contains("P008"), "{}", text.stderr);
+}
+
+#[test]
+fn check_writes_lineage_json_and_inspect_shows_column_sources() {
+    let ws = workspace("lineage");
+    assert_eq!(run(ws.path(), &["check"]).code, 0);
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(ws.path().join(".phlo/transform/lineage.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(doc["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "derives"));
+    let out = run(ws.path(), &["inspect", "cases.join_key_only"]);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("name") && l.contains("← raw.customers.name")),
+        "{}",
+        out.stdout
+    );
+    let json = run(ws.path(), &["--json", "inspect", "cases.join_key_only"]).json();
+    let col = &json["column_lineage"][1];
+    assert_eq!(col["name"], "name");
+    assert_eq!(
+        col["indirect"],
+        serde_json::json!(["raw.customers.id", "raw.orders.customer_id"])
+    );
+}
+
+/// Spot checks over TPC-H: exact lineage on real analytical SQL.
+#[test]
+fn tpch_spot_checks() {
+    let dir = testdata("tpch");
+    let r = run(&dir, &["--json", "lineage", "tpch.q01.sum_disc_price"]).json();
+    let mut direct = names(&r["direct"]);
+    direct.sort();
+    assert_eq!(
+        direct,
+        ["tpch.lineitem.l_discount", "tpch.lineitem.l_extendedprice"]
+    );
+    assert_eq!(r["direct"][0]["transformation"], "aggregation");
+    let indirect = names(&r["indirect"]);
+    assert!(
+        indirect.contains(&"tpch.lineitem.l_shipdate".to_string()),
+        "{indirect:?}"
+    );
+    assert!(
+        indirect.contains(&"tpch.lineitem.l_returnflag".to_string()),
+        "{indirect:?}"
+    );
+
+    // Q4: EXISTS over a correlated subquery: lineitem columns are indirect only.
+    let r = run(&dir, &["--json", "lineage", "tpch.q04.order_count"]).json();
+    let indirect = names(&r["indirect"]);
+    assert!(
+        indirect.contains(&"tpch.lineitem.l_commitdate".to_string()),
+        "{indirect:?}"
+    );
+    assert!(
+        indirect.contains(&"tpch.lineitem.l_orderkey".to_string()),
+        "{indirect:?}"
+    );
+    assert!(names(&r["direct"]).is_empty(), "count(*) reads no column");
+
+    let impact = run(&dir, &["--json", "impact", "tpch.lineitem.l_discount"]).json();
+    let models = names(&impact["models"]);
+    for q in ["tpch.q01", "tpch.q03", "tpch.q05", "tpch.q06", "tpch.q19"] {
+        assert!(
+            models.contains(&q.to_string()),
+            "{q} missing from {models:?}"
+        );
+    }
+    assert!(
+        !models.contains(&"tpch.q04".to_string()),
+        "Q4 does not read l_discount"
+    );
+}
+
+#[test]
+fn openlineage_format_is_scoped_to_the_target() {
+    let out = run(
+        &testdata("lineage"),
+        &["lineage", "cases.chain", "--format", "openlineage"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = out.json();
+    let jobs: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("job").is_some())
+        .map(|e| e["job"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(jobs, ["cases.base", "cases.chain"]);
+    let datasets = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("dataset").is_some())
+        .count();
+    assert_eq!(datasets, 1, "only raw.orders is upstream");
+    let all = run(&testdata("lineage"), &["lineage", "--format", "openlineage"]).json();
+    assert!(all.as_array().unwrap().len() > events.as_array().unwrap().len());
+}
