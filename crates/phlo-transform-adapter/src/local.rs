@@ -1,7 +1,8 @@
 //! The embedded default engine (decision 7): a DataFusion session with the workspace's sources
-//! registered, `@table` models written as Delta tables under `.phlo/warehouse/<model>/`
-//! exactly once per run generation (the Delta application transaction is checked before
-//! writing, since delta-rs does not enforce it), and `@view` models stored as their SQL in
+//! registered, `@table` and `@incremental` models written as Delta tables under
+//! `.phlo/warehouse/<model>/` exactly once per state (see `delta`: the application
+//! transaction is checked before writing, since delta-rs does not enforce it), and `@view`
+//! models stored as their SQL in
 //! `.phlo/warehouse/<model>.view.json` and re-registered by every session that reads them.
 
 use async_trait::async_trait;
@@ -15,10 +16,6 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::TableReference;
 use deltalake::delta_datafusion::planner::DeltaPlanner;
-use deltalake::kernel::transaction::CommitProperties;
-use deltalake::kernel::Transaction;
-use deltalake::protocol::SaveMode;
-use deltalake::{DeltaTable, DeltaTableError};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
@@ -46,7 +43,7 @@ struct ViewDefinition {
     sql: String,
 }
 
-fn err(code: Code, message: impl Into<String>) -> AdapterError {
+pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
     AdapterError {
         code,
         message: message.into(),
@@ -54,7 +51,7 @@ fn err(code: Code, message: impl Into<String>) -> AdapterError {
     }
 }
 
-fn io_err(message: impl Into<String>) -> AdapterError {
+pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
     AdapterError {
         code: codes::WRITE_FAILED,
         message: message.into(),
@@ -237,55 +234,17 @@ impl LocalEngine {
     }
 
     async fn write_table(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
-        let path = self.table_path(&job.relation);
-        std::fs::create_dir_all(&path)
-            .map_err(|e| io_err(format!("cannot create {}: {e}", path.display())))?;
-        let url = deltalake::ensure_table_uri(path.to_string_lossy())
-            .map_err(|e| io_err(e.to_string()))?;
-        let table = DeltaTable::try_from_url(url)
-            .await
-            .map_err(|e| io_err(format!("opening {}: {e}", path.display())))?;
-        let app_id = format!("{APP_ID_PREFIX}{}", job.model_id);
-        if let Ok(snapshot) = table.snapshot() {
-            let committed = snapshot
-                .transaction_version(table.log_store().as_ref(), &app_id)
-                .await
-                .map_err(|e| io_err(format!("reading the Delta log of {}: {e}", path.display())))?;
-            if committed.is_some_and(|v| v >= job.generation) {
-                self.register_delta(&job.relation).await?;
-                let rows = self.count_table(&job.relation).await?;
-                return Ok(MaterializeOutcome {
-                    rows: Some(rows),
-                    already_committed: true,
-                });
-            }
-        }
         let plan = self.plan_query(&job.query).await?;
-        let properties = CommitProperties::default()
-            .with_application_transaction(Transaction::new(&app_id, job.generation))
-            .with_metadata([
-                (
-                    "phlo.model_version".to_string(),
-                    serde_json::json!(job.version),
-                ),
-                ("phlo.run_id".to_string(), serde_json::json!(job.run_id)),
-            ]);
-        table
-            .write(Vec::new())
-            .with_input_plan(plan)
-            .with_session_state(Arc::new(self.ctx.state()))
-            .with_save_mode(SaveMode::Overwrite)
-            .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
-            .with_commit_properties(properties)
-            .await
-            .map_err(classify_write_error)?;
+        let written =
+            crate::delta::write(&self.ctx, &self.table_path(&job.relation), job, plan).await?;
         self.register_delta(&job.relation).await?;
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(self.view_path(&job.relation));
         let rows = self.count_table(&job.relation).await?;
         Ok(MaterializeOutcome {
             rows: Some(rows),
-            already_committed: false,
+            already_committed: written.already_committed,
+            write: Some(written.description),
         })
     }
 
@@ -313,6 +272,7 @@ impl LocalEngine {
         Ok(MaterializeOutcome {
             rows: None,
             already_committed: false,
+            write: None,
         })
     }
 
@@ -329,27 +289,6 @@ async fn count_rows_of(
         .await
         .map(|n| n as u64)
         .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
-}
-
-/// Storage and commit-contention failures may pass on a retry; anything else (a cast that
-/// fails, a division by zero, a schema problem) is the query's fault and never retried.
-fn classify_write_error(e: DeltaTableError) -> AdapterError {
-    let retryable = matches!(
-        e,
-        DeltaTableError::ObjectStore { .. }
-            | DeltaTableError::Io { .. }
-            | DeltaTableError::VersionAlreadyExists(_)
-            | DeltaTableError::Transaction { .. }
-    );
-    AdapterError {
-        code: if retryable {
-            codes::WRITE_FAILED
-        } else {
-            codes::QUERY_FAILED
-        },
-        message: e.to_string(),
-        retryable,
-    }
 }
 
 async fn open_delta_provider(
@@ -436,6 +375,10 @@ impl Adapter for LocalEngine {
         }
     }
 
+    async fn built_strategy(&self, model_name: &str) -> Option<String> {
+        crate::delta::built_strategy(&self.table_path(model_name)).await
+    }
+
     async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
         match job.materialization {
             Materialization::View => self.write_view(job).await,
@@ -450,5 +393,27 @@ impl Adapter for LocalEngine {
     async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
         let plan = self.plan_query(query).await?;
         count_rows_of(self.ctx.execute_logical_plan(plan).await).await
+    }
+
+    async fn latest_timestamp(
+        &self,
+        source: &phlo_transform_project::SourceDecl,
+        column: &str,
+    ) -> Result<Option<i64>, AdapterError> {
+        let table = TableReference::bare(source.name.as_str());
+        if !self.ctx.table_exist(table.clone()).unwrap_or(false) {
+            if source.format == SourceFormat::Declared {
+                return Err(err(
+                    codes::RELATION_UNAVAILABLE,
+                    format!(
+                        "source `{}` is schema-only: it has no data to measure",
+                        source.name
+                    ),
+                ));
+            }
+            self.register_source(&source.name, source.format, &source.path)
+                .await?;
+        }
+        crate::freshness::latest_timestamp(&self.ctx, table, column).await
     }
 }

@@ -139,16 +139,6 @@ impl Compilation {
             &sql_dialect,
             &mut diagnostics,
         );
-        for m in models
-            .iter()
-            .filter(|m| m.materialization == Materialization::Incremental)
-        {
-            diagnostics.push(
-                Diagnostic::warning(codes::INCREMENTAL_AS_TABLE, format!("`{}` is rebuilt in full as a table on the local engine", m.name))
-                    .in_file(&m.path)
-                    .with_help("incremental strategies (append, key, partition, window) are not executed incrementally yet"),
-            );
-        }
         diagnostics.sort();
         drop(resolver);
         let mut compilation = Compilation {

@@ -97,6 +97,20 @@ impl fmt::Display for IncrementalStrategy {
     }
 }
 
+/// What a table records as the strategy it was built with (Delta property `phlo.strategy`):
+/// `table`, `append`, `key=id`, `partition=day`, `window=ts` (`window=ts key=id` when a
+/// window model merges on its `@key`), `full`. Another label on an existing table means a
+/// full rebuild (SPEC §29).
+pub fn strategy_label(incremental: Option<&IncrementalStrategy>, key: &[String]) -> String {
+    match incremental {
+        None => "table".to_string(),
+        Some(s @ IncrementalStrategy::Window { .. }) if !key.is_empty() => {
+            format!("{s} key={}", key.join(","))
+        }
+        Some(s) => s.to_string(),
+    }
+}
+
 /// A directive value with the 1-based line it was written on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AtLine<T> {

@@ -44,7 +44,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => n * 3_600,
         "m" => n * 60,
         "s" => n,
-        other => return Err(format!("unknown unit `{other}` in `{text}` (use d, h, m or s)")),
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use d, h, m or s)"
+            ))
+        }
     };
     Ok(Duration::from_secs(seconds))
 }
