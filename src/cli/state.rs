@@ -6,7 +6,8 @@ use clap::Subcommand;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_state::{
-    MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary, StateError, StateStore,
+    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary,
+    StateError, StateStore,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,6 +52,8 @@ pub struct RunReport {
     pub run: RunRecord,
     pub models: Vec<NodeRecord>,
     pub tests: Vec<NodeRecord>,
+    /// Every attempt of every model, failed ones with their structured failure.
+    pub attempts: Vec<AttemptRecord>,
 }
 
 /// `state model`.
@@ -117,7 +120,11 @@ async fn runs(paths: &Paths, store: &dyn StateStore, limit: i64) -> Result<RunsR
 /// How many candidates an ambiguous prefix lists.
 const CANDIDATES: i64 = 10;
 
-async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunReport, Diagnostic> {
+/// The one run whose id is `prefix` or starts with it: Y003 when none, Y004 when several.
+pub(super) async fn find_run(
+    store: &dyn StateStore,
+    prefix: &str,
+) -> Result<RunRecord, Diagnostic> {
     let found = store
         .runs_with_prefix(prefix, CANDIDATES + 1)
         .await
@@ -153,9 +160,20 @@ async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunReport, Diagnos
             return Err(d);
         }
     };
+    Ok(run)
+}
+
+async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunReport, Diagnostic> {
+    let run = find_run(store, prefix).await?;
     let nodes = store.run_nodes(&run.run_id).await.map_err(unavailable)?;
+    let attempts = store.run_attempts(&run.run_id).await.map_err(unavailable)?;
     let (tests, models) = nodes.into_iter().partition(|n| n.kind == "test");
-    Ok(RunReport { run, models, tests })
+    Ok(RunReport {
+        run,
+        models,
+        tests,
+        attempts,
+    })
 }
 
 fn candidate(r: &RunRecord) -> String {

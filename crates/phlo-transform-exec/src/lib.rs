@@ -1,93 +1,78 @@
-//! Executes a plan (SPEC §62–64): models in dependency order with bounded concurrency,
-//! independent branches continuing after a failure, dependents of a failure `blocked`, then
-//! the tests. The run row is written before scheduling and every node record as it changes;
-//! a state-store write failure ends the run with an error.
+//! Executes a plan (SPEC §62–65a): models in dependency order with bounded concurrency,
+//! independent branches continuing after a failure, dependents of a failure `blocked`,
+//! retryable failures retried, then the tests. The run row and the plan are written before
+//! scheduling and every node record and attempt as it changes; a state-store write failure
+//! ends the run with an error. `run --resume` continues an interrupted run under its own id.
 
+mod cancel;
+mod events;
+mod failure;
+mod recorder;
 mod report;
+mod scheduler;
+mod tests_run;
 
-pub use report::{ErrorInfo, ModelResult, RunReport, TestResult};
+pub use cancel::CancelHandle;
+pub use events::{EventSink, RunEvent};
+pub use failure::{Category, RetryPolicy};
+pub use report::{ErrorInfo, ModelResult, RunReport, StatusCounts, TestResult};
 
-use phlo_transform_adapter::{Adapter, MaterializeJob};
+use failure::now;
+use phlo_transform_adapter::{Adapter, MaterializeJob, TableSpec};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::diagnostic::codes;
-use phlo_transform_plan::{Decision, Plan};
+use phlo_transform_plan::{Decision, Plan, PlannedModel, ReasonKind};
+use phlo_transform_project::{IncrementalStrategy, Materialization};
 use phlo_transform_state::{
     MaterializedVersion, NodeRecord, RecordedColumn, RunRecord, StateError, StateStore,
 };
-use std::collections::{HashMap, HashSet};
+use recorder::{EndedAttempt, Recorder};
+use scheduler::{Limits, NodeState, Scheduler, Stop};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
-use tokio::task::JoinSet;
+use std::time::Duration;
 
 pub struct RunOptions<'a> {
     /// Models executed at once (at least 1).
     pub jobs: usize,
     pub command: String,
-    /// Told of the run's start, of every model transition and of its end (OpenLineage).
-    pub observer: Option<&'a dyn RunObserver>,
+    pub retry: RetryPolicy,
+    /// Stop at the first unrecoverable failure: block its dependents, cancel everything else
+    /// not started, abort what is in flight.
+    pub fail_fast: bool,
+    /// The longest one attempt of one model may take.
+    pub model_timeout: Option<Duration>,
+    pub cancel: CancelHandle,
+    /// Consumers of the run's events (progress display, `--events`, OpenLineage).
+    pub events: Vec<&'a dyn EventSink>,
+    pub continuation: Continuation,
 }
 
-/// Watches a run as it happens. Calls are made from the scheduler, so an observer must return
-/// at once: anything slow (network, disk) belongs on its own task.
-pub trait RunObserver: Send + Sync {
-    fn run_started(&self, run_id: &str, started_at: &str);
-    /// A model's record changed (`running`, `passed`, `failed`, `skipped`, `blocked`).
-    fn model(&self, run_id: &str, result: &ModelResult);
-    fn run_finished(&self, report: &RunReport);
-}
-
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// Node states of SPEC §63 used here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Pending,
-    Running,
-    Passed,
-    Failed,
-    Skipped,
-    Blocked,
-}
-
-impl State {
-    fn satisfies_dependents(self) -> bool {
-        matches!(self, State::Passed | State::Skipped)
-    }
-}
-
-struct Ctx<'a> {
-    run_id: String,
-    state: &'a dyn StateStore,
-    observer: Option<&'a dyn RunObserver>,
-}
-
-impl Ctx<'_> {
-    async fn record(&self, kind: &str, node: &str, r: &ModelResult) -> Result<(), StateError> {
-        if let (Some(observer), "model") = (self.observer, kind) {
-            observer.model(&self.run_id, r);
+impl RunOptions<'_> {
+    /// `jobs` at once, no retries, no timeout, not fail-fast, a fresh run.
+    pub fn new(command: &str, jobs: usize) -> Self {
+        RunOptions {
+            jobs,
+            command: command.to_string(),
+            retry: RetryPolicy::new(0),
+            fail_fast: false,
+            model_timeout: None,
+            cancel: CancelHandle::default(),
+            events: Vec::new(),
+            continuation: Continuation::Fresh,
         }
-        self.state
-            .record_node(
-                &self.run_id,
-                &NodeRecord {
-                    node: node.to_string(),
-                    kind: kind.to_string(),
-                    status: r.status.clone(),
-                    attempt: 1,
-                    version: r.version.clone(),
-                    started_at: r.started_at.clone(),
-                    finished_at: r.finished_at.clone(),
-                    duration_ms: r.duration_ms.map(|d| d as i64),
-                    rows: r.rows.map(|n| n as i64),
-                    error_code: r.error.as_ref().map(|e| e.code.clone()),
-                    error_message: r.error.as_ref().map(|e| e.message.clone()),
-                },
-            )
-            .await
     }
+}
+
+/// Where a run comes from (SPEC §65a).
+#[derive(Clone, Debug, Default)]
+pub enum Continuation {
+    #[default]
+    Fresh,
+    /// `run --retry-failed`: a new run over the failed part of this finished run.
+    RetryFailed(String),
+    /// `run --resume`: this interrupted run again, under its own id and generation.
+    Resume(RunRecord),
 }
 
 /// Runs `plan` through `adapter`, recording everything in `state`.
@@ -98,214 +83,297 @@ pub async fn execute(
     state: Arc<dyn StateStore>,
     options: &RunOptions<'_>,
 ) -> Result<RunReport, StateError> {
-    let run_id = uuid::Uuid::now_v7().simple().to_string();
-    let generation = chrono::Utc::now().timestamp_micros();
-    let started_at = now();
     state
         .store_plan(&plan.plan_id, &serde_json_value(plan))
         .await?;
-    state
-        .begin_run(&RunRecord {
-            run_id: run_id.clone(),
-            plan_id: plan.plan_id.clone(),
-            environment: plan.environment.clone(),
-            command: options.command.clone(),
-            status: "running".into(),
-            generation,
-            started_at: started_at.clone(),
-            finished_at: None,
-        })
-        .await?;
-    let ctx = Ctx {
+    let (run_id, generation, started_at, continued_from) = match &options.continuation {
+        Continuation::Resume(run) => {
+            state.reopen_run(&run.run_id, &plan.plan_id).await?;
+            (
+                run.run_id.clone(),
+                run.generation,
+                run.started_at.clone(),
+                run.continued_from.clone(),
+            )
+        }
+        other => {
+            let run = RunRecord {
+                run_id: uuid::Uuid::now_v7().simple().to_string(),
+                plan_id: plan.plan_id.clone(),
+                environment: plan.environment.clone(),
+                command: options.command.clone(),
+                status: "running".into(),
+                generation: chrono::Utc::now().timestamp_micros(),
+                started_at: now(),
+                finished_at: None,
+                continued_from: match other {
+                    Continuation::RetryFailed(from) => Some(from.clone()),
+                    _ => None,
+                },
+            };
+            state.begin_run(&run).await?;
+            (
+                run.run_id,
+                run.generation,
+                run.started_at,
+                run.continued_from,
+            )
+        }
+    };
+    let recorder = Recorder {
         run_id: run_id.clone(),
         state: state.as_ref(),
-        observer: options.observer,
+        events: &options.events,
     };
-    if let Some(observer) = options.observer {
-        observer.run_started(&run_id, &started_at);
-    }
-
-    let mut states: HashMap<&str, State> = HashMap::new();
-    let mut results: HashMap<&str, ModelResult> = HashMap::new();
-    for m in &plan.models {
-        let initial = match m.decision {
-            Decision::Skip | Decision::Cached => State::Skipped,
-            Decision::Blocked => State::Blocked,
-            Decision::Build => State::Pending,
-        };
-        states.insert(&m.name, initial);
-        let mut r = ModelResult::new(&m.name, m.version.clone());
-        if initial != State::Pending {
-            r.status = if initial == State::Skipped {
-                "skipped"
-            } else {
-                "blocked"
-            }
-            .into();
-            ctx.record("model", &m.name, &r).await?;
+    recorder.emit(&RunEvent::RunStarted {
+        run_id: &run_id,
+        plan_id: &plan.plan_id,
+        command: &options.command,
+        at: &started_at,
+        models: plan.models.len(),
+        tests: plan.tests.len(),
+        resumed: matches!(options.continuation, Continuation::Resume(_)),
+        continued_from: continued_from.as_deref(),
+    });
+    let prior = match &options.continuation {
+        Continuation::Resume(_) => interrupted(&recorder, &plan.environment).await?,
+        _ => Prior::default(),
+    };
+    let initial = initial_states(plan, &prior);
+    for (_, r, _) in &initial {
+        // A reused pass keeps its record, unless the process died before writing it.
+        let recorded = prior
+            .nodes
+            .get(&r.name)
+            .is_some_and(|n| n.status == "passed");
+        if !(r.resumed && recorded) {
+            recorder.model(r).await?;
         }
-        results.insert(&m.name, r);
     }
+    let mut scheduler = Scheduler::new(
+        c,
+        plan,
+        adapter.clone(),
+        &recorder,
+        generation,
+        Limits {
+            jobs: options.jobs,
+            retry: options.retry,
+            fail_fast: options.fail_fast,
+            model_timeout: options.model_timeout,
+            cancel: options.cancel.clone(),
+        },
+        initial,
+    );
+    let stop = scheduler.run().await?;
+    let states: HashMap<&str, NodeState> = plan
+        .models
+        .iter()
+        .zip(&scheduler.states)
+        .map(|(m, s)| (m.name.as_str(), *s))
+        .collect();
+    let tests = tests_run::run_tests(
+        c,
+        plan,
+        adapter.as_ref(),
+        &states,
+        stop.is_some(),
+        &options.cancel,
+        &recorder,
+    )
+    .await?;
+    let models = std::mem::take(&mut scheduler.results);
+    let interrupted = stop == Some(Stop::Interrupted) || options.cancel.is_cancelled();
+    let failed = models
+        .iter()
+        .any(|m| !matches!(m.status.as_str(), "passed" | "skipped" | "cached"))
+        || tests.iter().any(|t| t.status != "passed");
+    let status = match (interrupted, failed) {
+        (true, _) => "cancelled",
+        (false, true) => "failed",
+        (false, false) => "passed",
+    };
+    let finished_at = now();
+    state.finish_run(&run_id, status, &finished_at).await?;
+    let report = RunReport::new(
+        run_id,
+        plan,
+        status,
+        continued_from,
+        started_at,
+        finished_at,
+        models,
+        tests,
+    );
+    recorder.emit(&RunEvent::RunFinished { report: &report });
+    Ok(report)
+}
 
-    let jobs = options.jobs.max(1);
-    let mut running: JoinSet<(usize, ModelResult)> = JoinSet::new();
+/// What an interrupted run left: its node records, the versions it materialised (by model
+/// name) and the next attempt number of each node.
+#[derive(Default)]
+struct Prior {
+    nodes: HashMap<String, NodeRecord>,
+    materialized: HashMap<String, String>,
+    next_attempt: HashMap<String, u32>,
+}
+
+/// Reads what the interrupted run recorded, closing the attempts its process never finished
+/// (recorded `cancelled`), so that every attempt ever started has an end on record.
+async fn interrupted(recorder: &Recorder<'_>, environment: &str) -> Result<Prior, StateError> {
+    let state = recorder.state;
+    let nodes = state.run_nodes(&recorder.run_id).await?;
+    let attempts = state.run_attempts(&recorder.run_id).await?;
+    let mut prior = Prior {
+        materialized: state
+            .materializations(environment)
+            .await?
+            .into_values()
+            .filter(|m| m.run_id == recorder.run_id)
+            .map(|m| (m.model_name, m.version))
+            .collect(),
+        ..Prior::default()
+    };
+    for a in attempts.iter().filter(|a| a.kind == "model") {
+        let next = prior.next_attempt.entry(a.node.clone()).or_insert(1);
+        *next = (*next).max(a.attempt as u32 + 1);
+    }
+    for n in nodes.into_iter().filter(|n| n.kind == "model") {
+        let recorded = attempts
+            .iter()
+            .any(|a| a.kind == "model" && a.node == n.node && a.attempt == n.attempt);
+        if n.status == "running" && !recorded {
+            // Its version was recorded, so the attempt completed before the process died.
+            let completed = prior.materialized.get(&n.node) == n.version.as_ref();
+            let failure = ErrorInfo::new(
+                Category::Cancelled,
+                phlo_transform_core::diagnostic::codes::CANCELLED,
+                "interrupted: the run's process ended during this attempt",
+            )
+            .at_attempt(n.attempt as u32);
+            recorder
+                .attempt(
+                    &n.node,
+                    EndedAttempt {
+                        attempt: n.attempt as u32,
+                        status: if completed { "passed" } else { "cancelled" },
+                        started_at: n.started_at.clone(),
+                        finished_at: None,
+                        duration_ms: None,
+                        failure: (!completed).then_some(&failure),
+                    },
+                )
+                .await?;
+            prior
+                .next_attempt
+                .insert(n.node.clone(), n.attempt as u32 + 1);
+        }
+        prior.nodes.insert(n.node.clone(), n);
+    }
+    Ok(prior)
+}
+
+/// Each planned model's starting state, result and next attempt number. A model the
+/// interrupted run materialised is reused as passed only when the fresh plan skips it — its
+/// desired version is the one recorded and its relation still exists.
+fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u32)> {
+    plan.models
+        .iter()
+        .map(|m| {
+            let mut r = ModelResult::new(&m.name, m.version.clone());
+            let next = prior.next_attempt.get(&m.name).copied().unwrap_or(1);
+            let materialized = prior.materialized.get(&m.name);
+            if m.decision == Decision::Skip
+                && materialized.is_some()
+                && materialized == m.version.as_ref()
+            {
+                r.status = "passed".into();
+                r.resumed = true;
+                if let Some(n) = prior.nodes.get(&m.name) {
+                    r.attempts = n.attempt as u32;
+                    r.started_at = n.started_at.clone();
+                    r.finished_at = n.finished_at.clone();
+                    r.duration_ms = n.duration_ms.map(|d| d as u64);
+                    r.rows = n.rows.map(|n| n as u64);
+                }
+                return (NodeState::Passed, r, next);
+            }
+            let s = match m.decision {
+                Decision::Skip => NodeState::Skipped,
+                Decision::Cached => NodeState::Cached,
+                Decision::Blocked => NodeState::Blocked,
+                Decision::Build => NodeState::Pending,
+            };
+            r.status = s.label().into();
+            (s, r, next)
+        })
+        .collect()
+}
+
+/// The adapter's job for planned model `m`; `None` when its executable SQL cannot be built.
+pub(crate) fn materialize_job(
+    c: &Compilation,
+    m: &PlannedModel,
+    adapter: &dyn Adapter,
+    run_id: &str,
+    generation: i64,
+) -> Option<MaterializeJob> {
+    let index = c.model_index(&m.name).expect("planned models exist");
     let physical = |t: &Target| match t {
         Target::Model(i) => adapter.relation_name(c.models[*i].name.as_str()),
         Target::Source(s) => s.clone(),
     };
-    loop {
-        // Schedule everything ready, in plan (topological) order.
-        let mut progressed = true;
-        while progressed {
-            progressed = false;
-            for (pi, m) in plan.models.iter().enumerate() {
-                if states[m.name.as_str()] != State::Pending {
-                    continue;
-                }
-                let deps: Vec<State> = m
-                    .depends_on
-                    .iter()
-                    .filter_map(|d| states.get(d.as_str()).copied())
-                    .collect();
-                if deps
-                    .iter()
-                    .any(|s| matches!(s, State::Failed | State::Blocked))
-                {
-                    states.insert(&m.name, State::Blocked);
-                    let r = results.get_mut(m.name.as_str()).expect("result");
-                    r.status = "blocked".into();
-                    r.error = Some(ErrorInfo {
-                        code: codes::UPSTREAM_FAILED.0.into(),
-                        category: "dependency".into(),
-                        message: "an upstream model did not materialise".into(),
-                    });
-                    ctx.record("model", &m.name, r).await?;
-                    progressed = true;
-                    continue;
-                }
-                if running.len() >= jobs || !deps.iter().all(|s| s.satisfies_dependents()) {
-                    continue;
-                }
-                let index = c.model_index(&m.name).expect("planned models exist");
-                let Some(query) = c.executable_query(index, &physical) else {
-                    // Only a model without a parsed query gets here, and those never plan to
-                    // build; fail it rather than leave it pending forever.
-                    states.insert(&m.name, State::Failed);
-                    let r = results.get_mut(m.name.as_str()).expect("result");
-                    r.status = "failed".into();
-                    r.error = Some(ErrorInfo {
-                        code: codes::TASK_PANICKED.0.into(),
-                        category: "internal".into(),
-                        message: "the model's executable SQL could not be built".into(),
-                    });
-                    ctx.record("model", &m.name, r).await?;
-                    progressed = true;
-                    continue;
-                };
-                states.insert(&m.name, State::Running);
-                let r = results.get_mut(m.name.as_str()).expect("result");
-                r.status = "running".into();
-                r.started_at = Some(now());
-                ctx.record("model", &m.name, r).await?;
-                let job = MaterializeJob {
-                    model_id: m.id.clone(),
-                    model_name: m.name.clone(),
-                    relation: m.relation.clone(),
-                    materialization: m.materialization,
-                    version: m.version.clone().unwrap_or_default(),
-                    run_id: run_id.clone(),
-                    generation,
-                    query,
-                };
-                let adapter = adapter.clone();
-                let mut result = r.clone();
-                running.spawn(async move {
-                    let t0 = Instant::now();
-                    let outcome = adapter.materialize(&job).await;
-                    result.duration_ms = Some(t0.elapsed().as_millis() as u64);
-                    result.finished_at = Some(now());
-                    match outcome {
-                        Ok(o) => {
-                            result.status = "passed".into();
-                            result.rows = o.rows;
-                            result.reused_commit = o.already_committed;
-                        }
-                        Err(e) => {
-                            result.status = "failed".into();
-                            result.error = Some(ErrorInfo {
-                                code: e.code.0.into(),
-                                category: if e.retryable { "adapter" } else { "sql" }.into(),
-                                message: e.message,
-                            });
-                        }
-                    }
-                    (pi, result)
-                });
-                progressed = true;
-            }
-        }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        let (pi, result) = match joined {
-            Ok(done) => done,
-            Err(e) => {
-                // A panicking task is a bug; find which model it was by elimination.
-                let name = plan
-                    .models
-                    .iter()
-                    .find(|m| states[m.name.as_str()] == State::Running)
-                    .map(|m| m.name.clone())
-                    .unwrap_or_default();
-                let pi = plan.models.iter().position(|m| m.name == name).unwrap_or(0);
-                let mut r = results[name.as_str()].clone();
-                r.status = "failed".into();
-                r.error = Some(ErrorInfo {
-                    code: codes::TASK_PANICKED.0.into(),
-                    category: "internal".into(),
-                    message: e.to_string(),
-                });
-                (pi, r)
-            }
-        };
-        let m = &plan.models[pi];
-        let passed = result.status == "passed";
-        states.insert(&m.name, if passed { State::Passed } else { State::Failed });
-        ctx.record("model", &m.name, &result).await?;
-        if passed {
-            record_materialization(c, m, &run_id, generation, state.as_ref(), &plan.environment)
-                .await?;
-        }
-        results.insert(&m.name, result);
-    }
+    let query = c.executable_query(index, &physical)?;
+    Some(MaterializeJob {
+        model_id: m.id.clone(),
+        model_name: m.name.clone(),
+        relation: m.relation.clone(),
+        materialization: m.materialization,
+        version: m.version.clone().unwrap_or_default(),
+        run_id: run_id.to_string(),
+        generation,
+        query,
+        table: table_spec(c, index, m),
+    })
+}
 
-    let tests = run_tests(c, plan, adapter.as_ref(), &states, &ctx, &physical).await?;
-    let models: Vec<ModelResult> = plan
-        .models
-        .iter()
-        .map(|m| results.remove(m.name.as_str()).expect("result"))
-        .collect();
-    let failed = models
-        .iter()
-        .any(|m| m.status == "failed" || m.status == "blocked")
-        || tests.iter().any(|t| t.status != "passed");
-    let status = if failed { "failed" } else { "passed" };
-    let finished_at = now();
-    state.finish_run(&run_id, status, &finished_at).await?;
-    let report = RunReport::new(run_id, plan, status, started_at, finished_at, models, tests);
-    if let Some(observer) = options.observer {
-        observer.run_finished(&report);
+/// How the adapter writes a table model: its incremental strategy, whether the plan rebuilds
+/// it in full, and the columns it guarantees non-null.
+fn table_spec(c: &Compilation, index: usize, m: &PlannedModel) -> TableSpec {
+    let config = c.config(index);
+    let mut not_null = config.not_null.value.clone();
+    if let Some(IncrementalStrategy::Key { columns }) = &config.incremental.value {
+        not_null.extend(columns.iter().cloned());
     }
-    Ok(report)
+    if let Some(contract) = c.contracts.get(&index).filter(|k| k.enforced) {
+        not_null.extend(
+            contract
+                .columns
+                .iter()
+                .filter(|col| col.nullable == Some(false))
+                .map(|col| col.name.to_lowercase()),
+        );
+    }
+    TableSpec {
+        incremental: config
+            .incremental
+            .value
+            .clone()
+            .filter(|_| m.materialization == Materialization::Incremental),
+        full_rebuild: m.full_rebuild || m.reasons.iter().any(|r| r.kind == ReasonKind::Forced),
+        key: config.key.value.clone(),
+        not_null,
+        maintenance: c.workspace.config.transform.maintenance.clone(),
+    }
 }
 
 fn serde_json_value(plan: &Plan) -> serde_json::Value {
     serde_json::to_value(plan).expect("plans serialise")
 }
 
-async fn record_materialization(
+pub(crate) async fn record_materialization(
     c: &Compilation,
-    m: &phlo_transform_plan::PlannedModel,
+    m: &PlannedModel,
     run_id: &str,
     generation: i64,
     state: &dyn StateStore,
@@ -347,85 +415,4 @@ async fn record_materialization(
                 }),
         })
         .await
-}
-
-async fn run_tests(
-    c: &Compilation,
-    plan: &Plan,
-    adapter: &dyn Adapter,
-    states: &HashMap<&str, State>,
-    ctx: &Ctx<'_>,
-    physical: &dyn Fn(&Target) -> String,
-) -> Result<Vec<TestResult>, StateError> {
-    let by_name: HashMap<&str, &phlo_transform_compiler::CompiledTest> =
-        c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
-    let mut out = Vec::new();
-    let usable: HashSet<&str> = states
-        .iter()
-        .filter(|(_, s)| s.satisfies_dependents())
-        .map(|(n, _)| *n)
-        .collect();
-    for planned in &plan.tests {
-        let test = by_name[planned.name.as_str()];
-        let mut r = TestResult {
-            name: planned.name.clone(),
-            status: "passed".into(),
-            violations: None,
-            duration_ms: None,
-            error: None,
-        };
-        let blocked = planned
-            .targets
-            .iter()
-            .any(|t| states.contains_key(t.as_str()) && !usable.contains(t.as_str()));
-        if blocked {
-            r.status = "blocked".into();
-            r.error = Some(ErrorInfo {
-                code: codes::UPSTREAM_FAILED.0.into(),
-                category: "dependency".into(),
-                message: "a tested model did not materialise".into(),
-            });
-        } else {
-            let t0 = Instant::now();
-            let outcome = match c.executable_test_query(test, physical) {
-                Some(q) => adapter.count_rows(&q).await,
-                None => Err(phlo_transform_adapter::AdapterError {
-                    code: codes::TEST_ERROR,
-                    message: "test query could not be built".into(),
-                    retryable: false,
-                }),
-            };
-            r.duration_ms = Some(t0.elapsed().as_millis() as u64);
-            match outcome {
-                Ok(0) => r.violations = Some(0),
-                Ok(n) => {
-                    r.status = "failed".into();
-                    r.violations = Some(n);
-                    r.error = Some(ErrorInfo {
-                        code: codes::TEST_FAILED.0.into(),
-                        category: "test".into(),
-                        message: format!("{n} violating row(s)"),
-                    });
-                }
-                Err(e) => {
-                    r.status = "error".into();
-                    r.error = Some(ErrorInfo {
-                        code: codes::TEST_ERROR.0.into(),
-                        category: "test".into(),
-                        message: e.message,
-                    });
-                }
-            }
-        }
-        let as_model = ModelResult {
-            status: r.status.clone(),
-            rows: r.violations,
-            duration_ms: r.duration_ms,
-            error: r.error.clone(),
-            ..ModelResult::new(&r.name, None)
-        };
-        ctx.record("test", &r.name, &as_model).await?;
-        out.push(r);
-    }
-    Ok(out)
 }

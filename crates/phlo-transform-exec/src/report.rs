@@ -1,20 +1,26 @@
 //! The run report: what `run --json` prints and `run.json` stores (SPEC §75).
 
+use crate::failure::Category;
 use phlo_transform_plan::Plan;
 use serde::Serialize;
 
+/// A structured failure (SPEC §65): what kind, the engine's code, which attempt, when, and
+/// whether a retry may cure it.
 #[derive(Clone, Debug, Serialize)]
 pub struct ErrorInfo {
     pub code: String,
-    /// adapter, sql, test, dependency, internal (SPEC §65).
-    pub category: String,
+    pub category: Category,
     pub message: String,
+    /// The attempt that failed (1-based); 0 for work that never started (blocked, cancelled).
+    pub attempt: u32,
+    pub at: String,
+    pub retryable: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelResult {
     pub name: String,
-    /// passed, failed, skipped, blocked.
+    /// pending, ready, running, passed, failed, skipped, cached, blocked, cancelled (SPEC §63).
     pub status: String,
     pub version: Option<String>,
     pub started_at: Option<String>,
@@ -24,7 +30,19 @@ pub struct ModelResult {
     /// The write for this model and run generation was already committed by an earlier
     /// attempt: nothing was written twice.
     pub reused_commit: bool,
+    /// What the table write did: `full`, `append`, `merge (…)`, `replace N partition(s)`,
+    /// `no change`, `already committed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<String>,
     pub error: Option<ErrorInfo>,
+    /// Attempts started (0 when the model never ran).
+    pub attempts: u32,
+    /// Every failed attempt's failure, oldest first (the last is `error` when it failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<ErrorInfo>,
+    /// Passed in the interrupted run this run resumed, and reused rather than executed again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
 }
 
 impl ModelResult {
@@ -38,7 +56,11 @@ impl ModelResult {
             duration_ms: None,
             rows: None,
             reused_commit: false,
+            write: None,
             error: None,
+            attempts: 0,
+            failures: Vec::new(),
+            resumed: false,
         }
     }
 }
@@ -46,7 +68,7 @@ impl ModelResult {
 #[derive(Clone, Debug, Serialize)]
 pub struct TestResult {
     pub name: String,
-    /// passed, failed (violations found), error (the query failed), blocked.
+    /// passed, failed (violations found), error (the query failed), blocked, cancelled.
     pub status: String,
     pub violations: Option<u64>,
     pub duration_ms: Option<u64>,
@@ -58,7 +80,9 @@ pub struct StatusCounts {
     pub passed: usize,
     pub failed: usize,
     pub skipped: usize,
+    pub cached: usize,
     pub blocked: usize,
+    pub cancelled: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -67,7 +91,10 @@ pub struct RunReport {
     pub plan_id: String,
     pub environment: String,
     pub adapter: String,
+    /// passed, failed or cancelled (interrupted).
     pub status: String,
+    /// The run a `run --retry-failed` run continues.
+    pub continued_from: Option<String>,
     pub started_at: String,
     pub finished_at: String,
     pub counts: StatusCounts,
@@ -76,10 +103,12 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         run_id: String,
         plan: &Plan,
         status: &str,
+        continued_from: Option<String>,
         started_at: String,
         finished_at: String,
         models: Vec<ModelResult>,
@@ -90,7 +119,9 @@ impl RunReport {
             match m.status.as_str() {
                 "passed" => counts.passed += 1,
                 "skipped" => counts.skipped += 1,
+                "cached" => counts.cached += 1,
                 "blocked" => counts.blocked += 1,
+                "cancelled" => counts.cancelled += 1,
                 _ => counts.failed += 1,
             }
         }
@@ -100,6 +131,7 @@ impl RunReport {
             environment: plan.environment.clone(),
             adapter: plan.adapter.clone(),
             status: status.to_string(),
+            continued_from,
             started_at,
             finished_at,
             counts,
@@ -108,7 +140,7 @@ impl RunReport {
         }
     }
 
-    /// True when any model or test failed (exit code 1).
+    /// True when any model or test failed, or the run was cancelled (non-zero exit code).
     pub fn failed(&self) -> bool {
         self.status != "passed"
     }

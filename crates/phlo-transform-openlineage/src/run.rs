@@ -8,7 +8,7 @@ use crate::design::{job, model_io};
 use crate::events::{self, envelope};
 use crate::transport::Emitter;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_exec::{ModelResult, RunObserver, RunReport};
+use phlo_transform_exec::{EventSink, ModelResult, RunEvent, RunReport};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -123,7 +123,20 @@ impl<'a> RunEmitter<'a> {
     }
 }
 
-impl RunObserver for RunEmitter<'_> {
+/// One consumer of the run's event stream: the run's START, each model's START and COMPLETE
+/// or FAIL (ABORT when it was cancelled in flight), the run's COMPLETE, FAIL or ABORT.
+impl EventSink for RunEmitter<'_> {
+    fn event(&self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::RunStarted { run_id, at, .. } => self.run_started(run_id, at),
+            RunEvent::Model { run_id, model, .. } => self.model(run_id, model),
+            RunEvent::RunFinished { report } => self.run_finished(report),
+            RunEvent::Retry { .. } | RunEvent::Test { .. } => {}
+        }
+    }
+}
+
+impl RunEmitter<'_> {
     fn run_started(&self, run_id: &str, started_at: &str) {
         self.emitter
             .emit(&self.parent_event("START", run_id, started_at));
@@ -140,7 +153,10 @@ impl RunObserver for RunEmitter<'_> {
             "running" => None,
             "passed" => Some("COMPLETE"),
             "failed" => Some("FAIL"),
-            // Skipped and blocked models do not run: no run of theirs to tell.
+            // Only a model that started has a run to abort.
+            "cancelled" if r.started_at.is_some() => Some("ABORT"),
+            // Pending, ready, skipped, cached, blocked and never-started models do not run:
+            // no run of theirs to tell.
             _ => return,
         };
         let start = r.started_at.clone().unwrap_or_else(events::now);
@@ -159,9 +175,13 @@ impl RunObserver for RunEmitter<'_> {
     }
 
     fn run_finished(&self, report: &RunReport) {
-        let kind = if report.failed() { "FAIL" } else { "COMPLETE" };
+        let kind = match report.status.as_str() {
+            "passed" => "COMPLETE",
+            "cancelled" => "ABORT",
+            _ => "FAIL",
+        };
         let mut e = self.parent_event(kind, &report.run_id, &report.finished_at);
-        if report.failed() {
+        if kind == "FAIL" {
             let models = report.counts.failed + report.counts.blocked;
             let tests = report.tests.iter().filter(|t| t.status != "passed").count();
             e["run"]["facets"] = json!({

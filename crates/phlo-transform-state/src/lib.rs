@@ -13,7 +13,10 @@ pub mod testing;
 mod tests;
 
 pub use postgres::PostgresStateStore;
-pub use records::{MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary, RecordedColumn};
+pub use records::{
+    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RecordedColumn, RunRecord,
+    RunSummary,
+};
 pub use sqlite::SqliteStateStore;
 
 use async_trait::async_trait;
@@ -115,6 +118,12 @@ pub trait StateStore: Send + Sync {
     /// Upserts one node's record as it transitions.
     async fn record_node(&self, run_id: &str, node: &NodeRecord) -> Result<()>;
     async fn finish_run(&self, run_id: &str, status: &str, finished_at: &str) -> Result<()>;
+    /// Marks a run `running` again under its own id (`run --resume`), now executing `plan_id`.
+    async fn reopen_run(&self, run_id: &str, plan_id: &str) -> Result<()>;
+    /// Records one attempt of a node (upsert by run, kind, node and attempt number).
+    async fn record_attempt(&self, run_id: &str, attempt: &AttemptRecord) -> Result<()>;
+    /// Every attempt of a run, by kind, node and attempt number.
+    async fn run_attempts(&self, run_id: &str) -> Result<Vec<AttemptRecord>>;
     /// Records a passed materialisation. Ordered: a record from an older run generation never
     /// overwrites a newer one.
     async fn record_materialization(&self, m: &MaterializedVersion) -> Result<()>;

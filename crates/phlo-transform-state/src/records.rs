@@ -13,6 +13,9 @@ pub struct RunRecord {
     pub generation: i64,
     pub started_at: String,
     pub finished_at: Option<String>,
+    /// The run a `run --retry-failed` run continues.
+    #[serde(default)]
+    pub continued_from: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +32,27 @@ pub struct NodeRecord {
     pub rows: Option<i64>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
+}
+
+/// One attempt of one node (SPEC §65): its outcome and, when it failed, the structured
+/// failure. Written as each attempt ends, before any retry backoff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub node: String,
+    /// `model` or `test`.
+    pub kind: String,
+    /// 1-based.
+    pub attempt: i64,
+    /// passed, failed, cancelled.
+    pub status: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<i64>,
+    /// adapter, sql, test, timeout, cancelled, dependency, state, internal.
+    pub error_category: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub retryable: bool,
 }
 
 /// The version of a model that is physically materialised in an environment.

@@ -39,6 +39,24 @@ macro_rules! impl_state_store {
                 generation: r.get("generation"),
                 started_at: r.get("started_at"),
                 finished_at: r.get("finished_at"),
+                continued_from: r.get("continued_from"),
+            }
+        }
+
+        fn attempt_from_row(r: &$row) -> $crate::AttemptRecord {
+            use sqlx::Row;
+            $crate::AttemptRecord {
+                node: r.get("node"),
+                kind: r.get("kind"),
+                attempt: r.get("attempt"),
+                status: r.get("status"),
+                started_at: r.get("started_at"),
+                finished_at: r.get("finished_at"),
+                duration_ms: r.get("duration_ms"),
+                error_category: r.get("error_category"),
+                error_code: r.get("error_code"),
+                error_message: r.get("error_message"),
+                retryable: r.get::<i64, _>("retryable") != 0,
             }
         }
 
@@ -123,8 +141,8 @@ macro_rules! impl_state_store {
             async fn begin_run(&self, run: &$crate::RunRecord) -> $crate::Result<()> {
                 let sql = $sql(
                     "INSERT INTO runs (run_id, plan_id, environment, command, status, generation,
-                                       started_at, finished_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                       started_at, finished_at, continued_from)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 );
                 sqlx::query(&sql)
                     .bind(&run.run_id)
@@ -135,6 +153,7 @@ macro_rules! impl_state_store {
                     .bind(run.generation)
                     .bind(&run.started_at)
                     .bind(&run.finished_at)
+                    .bind(&run.continued_from)
                     .execute(&self.pool)
                     .await
                     .map_err(|e| $crate::StateError::from_sqlx("recording run start", e))?;
@@ -186,6 +205,70 @@ macro_rules! impl_state_store {
                     .await
                     .map_err(|e| $crate::StateError::from_sqlx("recording run end", e))?;
                 Ok(())
+            }
+
+            async fn reopen_run(&self, run_id: &str, plan_id: &str) -> $crate::Result<()> {
+                let sql = $sql(
+                    "UPDATE runs SET status = 'running', finished_at = NULL, plan_id = ?
+                     WHERE run_id = ?",
+                );
+                sqlx::query(&sql)
+                    .bind(plan_id)
+                    .bind(run_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reopening run", e))?;
+                Ok(())
+            }
+
+            async fn record_attempt(
+                &self,
+                run_id: &str,
+                a: &$crate::AttemptRecord,
+            ) -> $crate::Result<()> {
+                let sql = $sql(
+                    "INSERT INTO node_attempts (run_id, node, kind, attempt, status, started_at,
+                                                finished_at, duration_ms, error_category, error_code,
+                                                error_message, retryable)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (run_id, kind, node, attempt) DO UPDATE SET
+                        status = excluded.status, started_at = excluded.started_at,
+                        finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+                        error_category = excluded.error_category, error_code = excluded.error_code,
+                        error_message = excluded.error_message, retryable = excluded.retryable",
+                );
+                sqlx::query(&sql)
+                    .bind(run_id)
+                    .bind(&a.node)
+                    .bind(&a.kind)
+                    .bind(a.attempt)
+                    .bind(&a.status)
+                    .bind(&a.started_at)
+                    .bind(&a.finished_at)
+                    .bind(a.duration_ms)
+                    .bind(&a.error_category)
+                    .bind(&a.error_code)
+                    .bind(&a.error_message)
+                    .bind(i64::from(a.retryable))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("recording attempt", e))?;
+                Ok(())
+            }
+
+            async fn run_attempts(
+                &self,
+                run_id: &str,
+            ) -> $crate::Result<Vec<$crate::AttemptRecord>> {
+                let sql = $sql(
+                    "SELECT * FROM node_attempts WHERE run_id = ? ORDER BY kind, node, attempt",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(run_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading attempts", e))?;
+                Ok(rows.iter().map(attempt_from_row).collect())
             }
 
             async fn record_materialization(

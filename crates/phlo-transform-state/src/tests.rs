@@ -4,7 +4,8 @@
 
 use crate::testing::PgTestDb;
 use crate::{
-    open, MaterializedVersion, NodeRecord, RecordedColumn, RunRecord, StateLocation, StateStore,
+    open, AttemptRecord, MaterializedVersion, NodeRecord, RecordedColumn, RunRecord, StateLocation,
+    StateStore,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,6 +64,7 @@ suite!(
     run_summaries_count_nodes_by_kind_and_status,
     runs_are_found_by_unique_prefix,
     model_history_and_materialisations,
+    attempts_reopened_runs_and_continuations_round_trip,
 );
 
 async fn store(location: &StateLocation) -> Arc<dyn StateStore> {
@@ -106,6 +108,7 @@ fn run(id: &str, generation: i64, started_at: &str) -> RunRecord {
         generation,
         started_at: started_at.into(),
         finished_at: None,
+        continued_from: None,
     }
 }
 
@@ -480,4 +483,64 @@ async fn an_unreachable_server_is_a_prompt_error_without_the_password() {
     );
     assert!(!err.message.contains("s3cret"), "{}", err.message);
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+}
+
+async fn attempts_reopened_runs_and_continuations_round_trip(location: StateLocation) {
+    let store = store(&location).await;
+    store
+        .begin_run(&run("r1", 1, "2026-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let attempt = |n: i64, status: &str, retryable: bool| AttemptRecord {
+        node: "x.a".into(),
+        kind: "model".into(),
+        attempt: n,
+        status: status.into(),
+        started_at: Some("2026-01-01T00:00:00Z".into()),
+        finished_at: Some("2026-01-01T00:00:01Z".into()),
+        duration_ms: Some(1000),
+        error_category: (status == "failed").then(|| "adapter".into()),
+        error_code: (status == "failed").then(|| "A002".into()),
+        error_message: (status == "failed").then(|| "connection reset".into()),
+        retryable,
+    };
+    store
+        .record_attempt("r1", &attempt(2, "passed", false))
+        .await
+        .unwrap();
+    store
+        .record_attempt("r1", &attempt(1, "failed", true))
+        .await
+        .unwrap();
+    // An upsert: the same attempt written again replaces its record.
+    store
+        .record_attempt("r1", &attempt(1, "failed", true))
+        .await
+        .unwrap();
+    let attempts = store.run_attempts("r1").await.unwrap();
+    assert_eq!(
+        attempts,
+        vec![attempt(1, "failed", true), attempt(2, "passed", false)]
+    );
+
+    store
+        .finish_run("r1", "cancelled", "2026-01-01T00:00:02Z")
+        .await
+        .unwrap();
+    store.reopen_run("r1", "p2").await.unwrap();
+    let reopened = &store.runs_with_prefix("r1", 2).await.unwrap()[0];
+    assert_eq!(
+        (
+            reopened.status.as_str(),
+            reopened.finished_at.as_deref(),
+            reopened.plan_id.as_str()
+        ),
+        ("running", None, "p2")
+    );
+
+    let mut next = run("r2", 2, "2026-01-01T00:01:00Z");
+    next.continued_from = Some("r1".into());
+    store.begin_run(&next).await.unwrap();
+    let found = &store.runs_with_prefix("r2", 2).await.unwrap()[0];
+    assert_eq!(found.continued_from.as_deref(), Some("r1"));
 }

@@ -1,0 +1,168 @@
+//! Failure categories and the retry policy (SPEC §65): only adapter failures the adapter
+//! marked retryable are retried, with bounded exponential backoff; SQL errors, timeouts, test
+//! failures, blocked and cancelled work never are.
+
+use crate::report::ErrorInfo;
+use phlo_transform_adapter::AdapterError;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Code;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The stable machine-readable kind of a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// The engine or its storage failed (I/O, contention, an unreadable relation).
+    Adapter,
+    /// The model's SQL failed when it ran (a bad cast, a division by zero).
+    Sql,
+    /// A data test found violations or could not run.
+    Test,
+    /// An attempt ran longer than `--model-timeout`.
+    Timeout,
+    /// Stopped by `--fail-fast` or an interrupt before it finished.
+    Cancelled,
+    /// An upstream model did not materialise.
+    Dependency,
+    /// The state store could not record progress.
+    State,
+    /// A bug: a panicking task, an unbuildable query.
+    Internal,
+}
+
+impl Category {
+    /// The word it serialises to, as the state store records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Adapter => "adapter",
+            Category::Sql => "sql",
+            Category::Test => "test",
+            Category::Timeout => "timeout",
+            Category::Cancelled => "cancelled",
+            Category::Dependency => "dependency",
+            Category::State => "state",
+            Category::Internal => "internal",
+        }
+    }
+}
+
+pub(crate) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl ErrorInfo {
+    pub(crate) fn new(category: Category, code: Code, message: impl Into<String>) -> Self {
+        ErrorInfo {
+            code: code.0.into(),
+            category,
+            message: message.into(),
+            attempt: 0,
+            at: now(),
+            retryable: false,
+        }
+    }
+
+    pub(crate) fn at_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// An adapter error of `attempt`: a query that failed to run is an SQL error, anything
+    /// else the adapter's; retryable only when the adapter says so.
+    pub(crate) fn from_adapter(e: AdapterError, attempt: u32) -> Self {
+        let category = if e.code == codes::QUERY_FAILED && !e.retryable {
+            Category::Sql
+        } else {
+            Category::Adapter
+        };
+        ErrorInfo {
+            retryable: e.retryable,
+            ..ErrorInfo::new(category, e.code, e.message).at_attempt(attempt)
+        }
+    }
+}
+
+/// How often and how patiently retryable failures are retried.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    /// Extra attempts after the first (`--retries`).
+    pub retries: u32,
+    /// The wait before the first retry; each further retry waits twice as long…
+    pub base_delay: Duration,
+    /// …up to this bound.
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    pub fn new(retries: u32) -> Self {
+        RetryPolicy {
+            retries,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+
+    /// The wait before the attempt after failed attempt `attempt` (1-based), or `None` when
+    /// the failure is final.
+    pub(crate) fn retry_after(&self, failure: &ErrorInfo) -> Option<Duration> {
+        if !failure.retryable || failure.category != Category::Adapter {
+            return None;
+        }
+        if failure.attempt > self.retries {
+            return None;
+        }
+        let doubling = 2u32.saturating_pow(failure.attempt.saturating_sub(1));
+        Some(self.base_delay.saturating_mul(doubling).min(self.max_delay))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(retryable: bool, attempt: u32) -> ErrorInfo {
+        ErrorInfo::from_adapter(
+            AdapterError {
+                code: codes::WRITE_FAILED,
+                message: "connection reset".into(),
+                retryable,
+            },
+            attempt,
+        )
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_bound_and_stops_after_the_retries() {
+        let policy = RetryPolicy {
+            retries: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(500),
+        };
+        let waits: Vec<Option<u128>> = (1..=6)
+            .map(|n| policy.retry_after(&adapter(true, n)).map(|d| d.as_millis()))
+            .collect();
+        assert_eq!(
+            waits,
+            vec![Some(100), Some(200), Some(400), Some(500), Some(500), None]
+        );
+    }
+
+    #[test]
+    fn only_retryable_adapter_failures_are_retried() {
+        let policy = RetryPolicy::new(3);
+        assert!(policy.retry_after(&adapter(false, 1)).is_none());
+        let sql = ErrorInfo::from_adapter(
+            AdapterError {
+                code: codes::QUERY_FAILED,
+                message: "cast failed".into(),
+                retryable: false,
+            },
+            1,
+        );
+        assert_eq!(sql.category, Category::Sql);
+        assert!(policy.retry_after(&sql).is_none());
+        let timeout = ErrorInfo::new(Category::Timeout, codes::MODEL_TIMEOUT, "slow");
+        assert!(policy.retry_after(&timeout.at_attempt(1)).is_none());
+    }
+}

@@ -1,0 +1,112 @@
+//! Writes each transition to the state store, then tells the event stream. The write comes
+//! first so that anything an event consumer reads back from the state is already there, and a
+//! write failure ends the run before the transition is announced (SPEC §65a).
+
+use crate::events::{EventSink, RunEvent};
+use crate::failure::now;
+use crate::report::{ErrorInfo, ModelResult, TestResult};
+use phlo_transform_state::{AttemptRecord, NodeRecord, StateError, StateStore};
+
+pub(crate) struct Recorder<'a> {
+    pub run_id: String,
+    pub state: &'a dyn StateStore,
+    pub events: &'a [&'a dyn EventSink],
+}
+
+/// One ended attempt of a model, as `Recorder::attempt` writes it.
+pub(crate) struct EndedAttempt<'a> {
+    pub attempt: u32,
+    pub status: &'a str,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub failure: Option<&'a ErrorInfo>,
+}
+
+impl Recorder<'_> {
+    pub fn emit(&self, event: &RunEvent<'_>) {
+        for sink in self.events {
+            sink.event(event);
+        }
+    }
+
+    /// Records a model's current state (its node record), then emits it.
+    pub async fn model(&self, r: &ModelResult) -> Result<(), StateError> {
+        self.node("model", r, i64::from(r.attempts)).await?;
+        self.emit(&RunEvent::Model {
+            run_id: &self.run_id,
+            at: now(),
+            model: r,
+        });
+        Ok(())
+    }
+
+    /// Emits a transition that is not written (`ready` with a free slot: it starts at once).
+    pub fn announce(&self, r: &ModelResult) {
+        self.emit(&RunEvent::Model {
+            run_id: &self.run_id,
+            at: now(),
+            model: r,
+        });
+    }
+
+    pub async fn test(&self, t: &TestResult) -> Result<(), StateError> {
+        let as_model = ModelResult {
+            status: t.status.clone(),
+            rows: t.violations,
+            duration_ms: t.duration_ms,
+            error: t.error.clone(),
+            ..ModelResult::new(&t.name, None)
+        };
+        let attempt = i64::from(t.error.as_ref().map_or(1, |e| e.attempt.max(1)));
+        self.node("test", &as_model, attempt).await?;
+        self.emit(&RunEvent::Test {
+            run_id: &self.run_id,
+            at: now(),
+            test: t,
+        });
+        Ok(())
+    }
+
+    pub async fn attempt(&self, model: &str, a: EndedAttempt<'_>) -> Result<(), StateError> {
+        self.state
+            .record_attempt(
+                &self.run_id,
+                &AttemptRecord {
+                    node: model.to_string(),
+                    kind: "model".into(),
+                    attempt: i64::from(a.attempt),
+                    status: a.status.to_string(),
+                    started_at: a.started_at,
+                    finished_at: a.finished_at,
+                    duration_ms: a.duration_ms.map(|d| d as i64),
+                    error_category: a.failure.map(|f| f.category.as_str().to_string()),
+                    error_code: a.failure.map(|f| f.code.clone()),
+                    error_message: a.failure.map(|f| f.message.clone()),
+                    retryable: a.failure.is_some_and(|f| f.retryable),
+                },
+            )
+            .await
+    }
+
+    async fn node(&self, kind: &str, r: &ModelResult, attempt: i64) -> Result<(), StateError> {
+        self.state
+            .record_node(
+                &self.run_id,
+                &NodeRecord {
+                    node: r.name.clone(),
+                    kind: kind.to_string(),
+                    status: r.status.clone(),
+                    attempt,
+                    version: r.version.clone(),
+                    started_at: r.started_at.clone(),
+                    finished_at: r.finished_at.clone(),
+                    duration_ms: r.duration_ms.map(|d| d as i64),
+                    rows: r.rows.map(|n| n as i64),
+                    error_code: r.error.as_ref().map(|e| e.code.clone()),
+                    error_message: r.error.as_ref().map(|e| e.message.clone()),
+                },
+            )
+            .await
+    }
+}

@@ -1,0 +1,343 @@
+//! Interrupted runs (SPEC §65a) with the real binary: a run killed with SIGKILL halfway
+//! through a 50-model workspace, then `run --resume`; a run cancelled with SIGINT (Ctrl-C);
+//! `run --retry-failed`; the coded refusals. Delta tables are checked by an independent
+//! reader (`tests/python/delta_counts.py`, needs `python3 -m pip install deltalake pyarrow`).
+
+mod common;
+
+use common::{run, write_file};
+use phlo_transform_state::{NodeRecord, SqliteStateStore, StateStore};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MODELS: usize = 50;
+const ROWS: usize = 20_000;
+
+/// Five independent chains of ten table models, `ROWS` rows each.
+fn fifty_models(root: &Path) {
+    for i in 0..MODELS {
+        let sql = if i % 10 == 0 {
+            format!("-- @table\nselect value as v, value * 2 as w from range({ROWS})\n")
+        } else {
+            format!("-- @table\nselect v + 1 as v, w from x.m{:02}\n", i - 1)
+        };
+        write_file(root, &format!("transforms/x/m{i:02}.sql"), &sql);
+    }
+}
+
+fn spawn_run(root: &Path) -> Child {
+    Command::new(common::bin())
+        .arg("-C")
+        .arg(root)
+        .args(["run", "--jobs", "2"])
+        .env_remove("PHLO_STATE_URL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("binary runs")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The only run's id and its model records, read from the SQLite state the binary writes.
+fn snapshot(rt: &tokio::runtime::Runtime, state: &Path) -> Option<(String, Vec<NodeRecord>)> {
+    rt.block_on(async {
+        let store = SqliteStateStore::open(state).await.ok()?;
+        let run = store.runs(1).await.ok()?.into_iter().next()?;
+        let nodes = store.run_nodes(&run.run_id).await.ok()?;
+        Some((run.run_id, nodes))
+    })
+}
+
+fn passed(nodes: &[NodeRecord]) -> usize {
+    nodes.iter().filter(|n| n.status == "passed").count()
+}
+
+/// Waits until the running binary has recorded at least `at_least` passed models.
+fn wait_for_passes(
+    rt: &tokio::runtime::Runtime,
+    child: &mut Child,
+    state: &Path,
+    at_least: usize,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Let the binary create and migrate the database before reading it.
+    while !state.exists() {
+        assert!(Instant::now() < deadline, "the run never created its state");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    loop {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be interrupted"
+        );
+        assert!(Instant::now() < deadline, "no progress recorded");
+        if let Some((run_id, nodes)) = snapshot(rt, state) {
+            if passed(&nodes) >= at_least {
+                return run_id;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(15));
+    }
+}
+
+fn table_dir(root: &Path, i: usize) -> PathBuf {
+    root.join(format!(".phlo/warehouse/x.m{i:02}"))
+}
+
+/// Data commits (those carrying `phlo.generation`) in a table's log, by generation.
+fn data_commits(table: &Path) -> BTreeMap<i64, usize> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(table.join("_delta_log")) else {
+        return out;
+    };
+    for e in entries {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "json") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                if let Some(g) = v["commitInfo"]["phlo.generation"].as_i64() {
+                    *out.entry(g).or_default() += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn delta_counts(tables: &[PathBuf]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/delta_counts.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(tables)
+        .output()
+        .expect("python3 runs (install: python3 -m pip install deltalake pyarrow)");
+    assert!(
+        out.status.success(),
+        "delta_counts.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fifty_models(root);
+    let state = root.join(".phlo/transform/state.db");
+    let rt = runtime();
+
+    let mut child = spawn_run(root);
+    let run_id = wait_for_passes(&rt, &mut child, &state, 10);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let (_, before) = snapshot(&rt, &state).unwrap();
+    let passed_before: BTreeMap<String, NodeRecord> = before
+        .iter()
+        .filter(|n| n.status == "passed")
+        .map(|n| (n.node.clone(), n.clone()))
+        .collect();
+    assert!(
+        passed_before.len() >= 10 && passed_before.len() < MODELS,
+        "killed with {} of {MODELS} passed",
+        passed_before.len()
+    );
+    let generation = rt.block_on(async {
+        let store = SqliteStateStore::open(&state).await.unwrap();
+        let run = &store.runs_with_prefix(&run_id, 2).await.unwrap()[0];
+        assert_eq!(run.status, "running", "a killed run is left running");
+        run.generation
+    });
+    let commits_before: Vec<BTreeMap<i64, usize>> = (0..MODELS)
+        .map(|i| data_commits(&table_dir(root, i)))
+        .collect();
+
+    // Resume by a unique prefix of the id.
+    let resumed = run(root, &["run", "--resume", &run_id[..12], "--json"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let report = resumed.json();
+    assert_eq!(report["run_id"], run_id.as_str(), "the same run continues");
+    assert_eq!(report["status"], "passed");
+    let mut resumed_count = 0;
+    for m in report["models"].as_array().unwrap() {
+        let name = m["name"].as_str().unwrap();
+        assert_eq!(m["status"], "passed", "{name}");
+        // Verified passed work is reused; so is a model whose version the killed process
+        // recorded just before dying (at most one per slot); everything else runs.
+        if m["resumed"].as_bool().unwrap_or(false) {
+            resumed_count += 1;
+        } else {
+            assert!(!passed_before.contains_key(name), "{name} ran again");
+        }
+    }
+    assert!(
+        (passed_before.len()..=passed_before.len() + 2).contains(&resumed_count),
+        "{resumed_count} reused, {} passed before",
+        passed_before.len()
+    );
+
+    // Every model was written exactly once for this run's generation: the ones passed before
+    // the kill were not touched again, the others (including one whose commit may have landed
+    // just before the kill) exactly once.
+    for (i, before) in commits_before.iter().enumerate() {
+        let name = format!("x.m{i:02}");
+        let commits = data_commits(&table_dir(root, i));
+        assert_eq!(
+            commits.get(&generation),
+            Some(&1),
+            "{name}: {commits:?} (before resume: {before:?})"
+        );
+        if passed_before.contains_key(&name) {
+            assert_eq!(&commits, before, "{name} was written again");
+        }
+    }
+
+    // State: the run passed, every model passed, the records of the passes before the kill
+    // are the originals, and no attempt is left open.
+    rt.block_on(async {
+        let store = SqliteStateStore::open(&state).await.unwrap();
+        let run = &store.runs(1).await.unwrap()[0];
+        assert_eq!(
+            (run.run_id.as_str(), run.status.as_str()),
+            (run_id.as_str(), "passed")
+        );
+        assert!(run.finished_at.is_some());
+        let nodes = store.run_nodes(&run_id).await.unwrap();
+        assert_eq!(passed(&nodes), MODELS);
+        for n in &nodes {
+            if let Some(original) = passed_before.get(&n.node) {
+                assert_eq!(n, original, "a reused pass keeps its record");
+            }
+        }
+        for a in store.run_attempts(&run_id).await.unwrap() {
+            assert!(matches!(a.status.as_str(), "passed" | "cancelled"), "{a:?}");
+            if a.status == "cancelled" {
+                assert_eq!(a.error_category.as_deref(), Some("cancelled"));
+            }
+        }
+    });
+
+    // An independent reader sees whole tables: every one has all its rows.
+    let tables: Vec<PathBuf> = (0..MODELS).map(|i| table_dir(root, i)).collect();
+    let counts = delta_counts(&tables);
+    for t in &tables {
+        assert_eq!(
+            counts[t.to_str().unwrap()]["rows"].as_u64(),
+            Some(ROWS as u64),
+            "{}",
+            t.display()
+        );
+    }
+
+    // Nothing is left to do, and a finished run cannot be resumed.
+    let again = run(root, &["run", "--json"]).json();
+    assert_eq!(again["counts"]["skipped"], MODELS);
+    let refused = run(root, &["run", "--resume", &run_id]);
+    assert_eq!(refused.code, 2);
+    assert!(refused.stderr.contains("error[E005]"), "{}", refused.stderr);
+}
+
+#[test]
+fn ctrl_c_cancels_cleanly_and_the_run_resumes() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fifty_models(root);
+    let state = root.join(".phlo/transform/state.db");
+    let rt = runtime();
+
+    let mut child = spawn_run(root);
+    let run_id = wait_for_passes(&rt, &mut child, &state, 5);
+    // SAFETY: signalling a child process this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(0), "an interrupted run exits non-zero");
+
+    rt.block_on(async {
+        let store = SqliteStateStore::open(&state).await.unwrap();
+        let run = &store.runs(1).await.unwrap()[0];
+        assert_eq!(run.status, "cancelled");
+        let nodes = store.run_nodes(&run_id).await.unwrap();
+        assert!(
+            nodes
+                .iter()
+                .all(|n| matches!(n.status.as_str(), "passed" | "cancelled")),
+            "{nodes:?}"
+        );
+        assert!(nodes.iter().any(|n| n.status == "cancelled"));
+    });
+
+    let resumed = run(root, &["run", "--resume", &run_id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(resumed.json()["counts"]["passed"], MODELS);
+}
+
+#[test]
+fn retry_failed_starts_a_linked_run_over_the_failed_part() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id, 'seven' as label\n",
+    );
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id, cast(label as int) as n from x.a\n",
+    );
+    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
+    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
+    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+    let first = run(root, &["run", "--json"]);
+    assert_eq!(first.code, 1);
+    let first_id = first.json()["run_id"].as_str().unwrap().to_string();
+
+    // A failed run is not resumed: it is retried.
+    let refused = run(root, &["run", "--resume", &first_id]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("error[E005]") && refused.stderr.contains("--retry-failed"),
+        "{}",
+        refused.stderr
+    );
+    let unknown = run(root, &["run", "--retry-failed", "zzzz"]);
+    assert!(unknown.stderr.contains("error[Y003]"), "{}", unknown.stderr);
+    let with_selection = run(root, &["run", "--retry-failed", &first_id, "x.a"]);
+    assert_eq!(with_selection.code, 2);
+
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id, 7 as n from x.a\n",
+    );
+    let retry = run(root, &["run", "--retry-failed", &first_id[..10], "--json"]);
+    assert_eq!(retry.code, 0, "{}", retry.stderr);
+    let report = retry.json();
+    assert_eq!(report["continued_from"], first_id.as_str());
+    assert_ne!(report["run_id"], first_id.as_str());
+    let built: Vec<&str> = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["status"] == "passed")
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(built, vec!["x.b", "x.c"]);
+    let shown = run(root, &["state", "runs", "--json"]).json();
+    assert_eq!(shown["runs"][0]["continued_from"], first_id.as_str());
+}

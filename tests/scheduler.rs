@@ -1,0 +1,457 @@
+//! The scheduler against a fault-injecting engine (SPEC §62–65): the local engine wrapped so
+//! chosen models fail transiently, fail with an SQL error, take long or hang. Calls
+//! `phlo_transform_exec::execute` directly and checks the report and the state store.
+
+mod common;
+
+use async_trait::async_trait;
+use common::write_file;
+use phlo_transform_adapter::{
+    Adapter, AdapterError, LocalEngine, MaterializeJob, MaterializeOutcome,
+};
+use phlo_transform_compiler::{CatalogSnapshot, Compilation};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_exec::{execute, CancelHandle, Category, RetryPolicy, RunOptions, RunReport};
+use phlo_transform_plan::{Plan, PlanInputs, SelectorSpec};
+use phlo_transform_project::{Materialization, Workspace};
+use phlo_transform_sql::sqlparser::ast::Query;
+use phlo_transform_state::{AttemptRecord, SqliteStateStore, StateStore};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the engine does to one attempt of a model.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// A failure the engine marks retryable (an I/O hiccup).
+    Transient,
+    /// The model's SQL fails (never retryable).
+    Sql,
+    /// The attempt never finishes.
+    Hang,
+}
+
+/// `LocalEngine` with scripted faults per model (one per attempt, in order) and delays.
+struct FaultyEngine {
+    inner: LocalEngine,
+    faults: Mutex<HashMap<String, VecDeque<Fault>>>,
+    delays: HashMap<String, Duration>,
+    /// Attempts each model received.
+    calls: Mutex<BTreeMap<String, u32>>,
+}
+
+impl FaultyEngine {
+    fn calls(&self, model: &str) -> u32 {
+        self.calls.lock().unwrap().get(model).copied().unwrap_or(0)
+    }
+}
+
+#[async_trait]
+impl Adapter for FaultyEngine {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn relation_name(&self, model_name: &str) -> String {
+        self.inner.relation_name(model_name)
+    }
+    async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool {
+        self.inner
+            .relation_exists(model_name, materialization)
+            .await
+    }
+    async fn built_strategy(&self, model_name: &str) -> Option<String> {
+        self.inner.built_strategy(model_name).await
+    }
+    async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+        *self
+            .calls
+            .lock()
+            .unwrap()
+            .entry(job.model_name.clone())
+            .or_default() += 1;
+        if let Some(d) = self.delays.get(&job.model_name) {
+            tokio::time::sleep(*d).await;
+        }
+        let fault = self
+            .faults
+            .lock()
+            .unwrap()
+            .get_mut(&job.model_name)
+            .and_then(VecDeque::pop_front);
+        match fault {
+            Some(Fault::Transient) => Err(AdapterError {
+                code: codes::WRITE_FAILED,
+                message: "connection reset by peer".into(),
+                retryable: true,
+            }),
+            Some(Fault::Sql) => Err(AdapterError {
+                code: codes::QUERY_FAILED,
+                message: "Cast error: Cannot cast string 'seven' to value of Int32 type".into(),
+                retryable: false,
+            }),
+            Some(Fault::Hang) => {
+                std::future::pending::<()>().await;
+                unreachable!()
+            }
+            None => self.inner.materialize(job).await,
+        }
+    }
+    async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
+        self.inner.count_rows(query).await
+    }
+    async fn latest_timestamp(
+        &self,
+        source: &phlo_transform_project::SourceDecl,
+        column: &str,
+    ) -> Result<Option<i64>, AdapterError> {
+        self.inner.latest_timestamp(source, column).await
+    }
+}
+
+/// A → B → C and D → E (SPEC §64), tables.
+fn spec_workspace(root: &Path) {
+    write_file(root, "transforms/x/a.sql", "-- @table\nselect 1 as id\n");
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id from x.a\n",
+    );
+    write_file(
+        root,
+        "transforms/x/c.sql",
+        "-- @table\nselect id from x.b\n",
+    );
+    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
+    write_file(
+        root,
+        "transforms/x/e.sql",
+        "-- @table\nselect id from x.d\n",
+    );
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    c: &'static Compilation,
+    plan: Plan,
+    engine: Arc<FaultyEngine>,
+    state: Arc<dyn StateStore>,
+}
+
+async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    spec_workspace(dir.path());
+    let ws = Workspace::load(dir.path()).unwrap();
+    let (catalog, diags) = CatalogSnapshot::load(&ws);
+    let c: &'static Compilation = Box::leak(Box::new(Compilation::compile(ws, catalog, diags)));
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let warehouse = dir.path().join(".phlo/warehouse");
+    let (inner, problems) = LocalEngine::open(&warehouse, c).await;
+    assert!(problems.is_empty());
+    let engine = Arc::new(FaultyEngine {
+        inner,
+        faults: Mutex::new(
+            faults
+                .iter()
+                .map(|(m, f)| (m.to_string(), f.iter().copied().collect()))
+                .collect(),
+        ),
+        delays: delays
+            .iter()
+            .map(|(m, ms)| (m.to_string(), Duration::from_millis(*ms)))
+            .collect(),
+        calls: Mutex::new(BTreeMap::new()),
+    });
+    let state: Arc<dyn StateStore> = Arc::new(
+        SqliteStateStore::open(&dir.path().join(".phlo/transform/state.db"))
+            .await
+            .unwrap(),
+    );
+    let materialized = HashMap::new();
+    let existing = HashSet::new();
+    let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+    let inputs = PlanInputs {
+        environment: "local",
+        adapter: engine.name(),
+        materialized: &materialized,
+        existing_relations: &existing,
+        relation_of: &relation_of,
+        built_strategies: &HashMap::new(),
+        freshness: &[],
+    };
+    let selection = phlo_transform_plan::select(
+        c,
+        &SelectorSpec::default(),
+        &std::collections::BTreeSet::new,
+    )
+    .unwrap();
+    let plan = phlo_transform_plan::plan(c, &inputs, &selection).unwrap();
+    Harness {
+        _dir: dir,
+        c,
+        plan,
+        engine,
+        state,
+    }
+}
+
+impl Harness {
+    async fn run(&self, options: &RunOptions<'_>) -> RunReport {
+        execute(
+            self.c,
+            &self.plan,
+            self.engine.clone(),
+            self.state.clone(),
+            options,
+        )
+        .await
+        .unwrap()
+    }
+
+    /// `{model: status}` as the state store recorded it.
+    async fn recorded(&self, run_id: &str) -> BTreeMap<String, String> {
+        self.state
+            .run_nodes(run_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.kind == "model")
+            .map(|n| (n.node, n.status))
+            .collect()
+    }
+
+    async fn attempts(&self, run_id: &str, model: &str) -> Vec<AttemptRecord> {
+        self.state
+            .run_attempts(run_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.node == model)
+            .collect()
+    }
+}
+
+fn statuses(report: &RunReport) -> BTreeMap<String, String> {
+    report
+        .models
+        .iter()
+        .map(|m| (m.name.clone(), m.status.clone()))
+        .collect()
+}
+
+fn expect(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+fn fast_retries(n: u32) -> RetryPolicy {
+    RetryPolicy {
+        retries: n,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(40),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_64_independent_branches_continue_and_dependents_are_blocked() {
+    for jobs in [1, 4] {
+        let h = harness(&[("x.b", &[Fault::Sql])], &[]).await;
+        let report = h.run(&RunOptions::new("run", jobs)).await;
+        let want = expect(&[
+            ("x.a", "passed"),
+            ("x.b", "failed"),
+            ("x.c", "blocked"),
+            ("x.d", "passed"),
+            ("x.e", "passed"),
+        ]);
+        assert_eq!(statuses(&report), want, "--jobs {jobs}");
+        assert_eq!(h.recorded(&report.run_id).await, want, "--jobs {jobs}");
+        assert_eq!(report.status, "failed");
+        let c = &report.models[report.models.iter().position(|m| m.name == "x.c").unwrap()];
+        let blocked = c.error.as_ref().unwrap();
+        assert_eq!(
+            (blocked.category, blocked.code.as_str()),
+            (Category::Dependency, "E001")
+        );
+        assert_eq!(h.engine.calls("x.c"), 0, "a blocked model's SQL never runs");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_64_with_fail_fast_cancels_unrelated_work_and_aborts_in_flight_tasks() {
+    // D is still running when B fails: it is aborted, and E never starts.
+    let h = harness(&[("x.b", &[Fault::Sql])], &[("x.b", 100), ("x.d", 5_000)]).await;
+    let mut options = RunOptions::new("run", 4);
+    options.fail_fast = true;
+    let started = std::time::Instant::now();
+    let report = h.run(&options).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "D was not aborted"
+    );
+    let want = expect(&[
+        ("x.a", "passed"),
+        ("x.b", "failed"),
+        ("x.c", "blocked"),
+        ("x.d", "cancelled"),
+        ("x.e", "cancelled"),
+    ]);
+    assert_eq!(statuses(&report), want);
+    assert_eq!(h.recorded(&report.run_id).await, want);
+    assert_eq!(report.status, "failed");
+    assert_eq!(h.engine.calls("x.e"), 0);
+    let d = h.attempts(&report.run_id, "x.d").await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].status.as_str(), d[0].error_category.as_deref()),
+        ("cancelled", Some("cancelled"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_failures_are_retried_and_every_attempt_is_recorded() {
+    let h = harness(&[("x.a", &[Fault::Transient, Fault::Transient])], &[]).await;
+    let mut options = RunOptions::new("run", 2);
+    options.retry = fast_retries(3);
+    let report = h.run(&options).await;
+    assert_eq!(report.status, "passed");
+    let a = &report.models[0];
+    assert_eq!((a.name.as_str(), a.attempts), ("x.a", 3));
+    assert_eq!(a.failures.len(), 2);
+    assert!(a
+        .failures
+        .iter()
+        .all(|f| f.retryable && f.category == Category::Adapter));
+    assert_eq!(
+        a.failures.iter().map(|f| f.attempt).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let attempts = h.attempts(&report.run_id, "x.a").await;
+    let summary: Vec<(i64, &str, Option<&str>, bool)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a.attempt,
+                a.status.as_str(),
+                a.error_code.as_deref(),
+                a.retryable,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (1, "failed", Some("A002"), true),
+            (2, "failed", Some("A002"), true),
+            (3, "passed", None, false),
+        ]
+    );
+    let node = h
+        .state
+        .run_nodes(&report.run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|n| n.node == "x.a")
+        .unwrap();
+    assert_eq!((node.status.as_str(), node.attempt), ("passed", 3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_are_bounded() {
+    let h = harness(&[("x.d", &[Fault::Transient; 5])], &[]).await;
+    let mut options = RunOptions::new("run", 2);
+    options.retry = fast_retries(2);
+    let report = h.run(&options).await;
+    assert_eq!(h.engine.calls("x.d"), 3, "one attempt and two retries");
+    let d = report.models.iter().find(|m| m.name == "x.d").unwrap();
+    assert_eq!((d.status.as_str(), d.attempts), ("failed", 3));
+    let error = d.error.as_ref().unwrap();
+    assert_eq!((error.attempt, error.retryable), (3, true));
+    assert_eq!(statuses(&report)["x.e"], "blocked");
+    assert_eq!(h.attempts(&report.run_id, "x.d").await.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_errors_are_never_retried() {
+    let h = harness(&[("x.a", &[Fault::Sql])], &[]).await;
+    let mut options = RunOptions::new("run", 2);
+    options.retry = fast_retries(3);
+    let report = h.run(&options).await;
+    assert_eq!(h.engine.calls("x.a"), 1);
+    let a = &report.models[0];
+    let error = a.error.as_ref().unwrap();
+    assert_eq!(
+        (
+            a.status.as_str(),
+            error.category,
+            error.code.as_str(),
+            error.retryable
+        ),
+        ("failed", Category::Sql, "A001", false)
+    );
+    let attempts = h.attempts(&report.run_id, "x.a").await;
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].error_category.as_deref(), Some("sql"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_over_the_model_timeout_fails_as_a_timeout_and_is_not_retried() {
+    let h = harness(&[("x.d", &[Fault::Hang, Fault::Hang])], &[]).await;
+    let mut options = RunOptions::new("run", 4);
+    options.model_timeout = Some(Duration::from_millis(200));
+    options.retry = fast_retries(3);
+    let report = h.run(&options).await;
+    assert_eq!(h.engine.calls("x.d"), 1);
+    let d = report.models.iter().find(|m| m.name == "x.d").unwrap();
+    let error = d.error.as_ref().unwrap();
+    assert_eq!(
+        (d.status.as_str(), error.category, error.code.as_str()),
+        ("failed", Category::Timeout, "E003")
+    );
+    assert_eq!(
+        statuses(&report),
+        expect(&[
+            ("x.a", "passed"),
+            ("x.b", "passed"),
+            ("x.c", "passed"),
+            ("x.d", "failed"),
+            ("x.e", "blocked"),
+        ])
+    );
+    let attempts = h.attempts(&report.run_id, "x.d").await;
+    assert_eq!(attempts[0].error_category.as_deref(), Some("timeout"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_records_in_flight_and_unstarted_work_as_cancelled() {
+    let h = harness(&[("x.d", &[Fault::Hang])], &[]).await;
+    let mut options = RunOptions::new("run", 1);
+    let cancel = CancelHandle::default();
+    options.cancel = cancel.clone();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    let report = h.run(&options).await;
+    canceller.await.unwrap();
+    assert_eq!(report.status, "cancelled");
+    let s = statuses(&report);
+    assert_eq!(s["x.d"], "cancelled", "{s:?}");
+    assert!(
+        s.values().all(|v| v == "passed" || v == "cancelled"),
+        "{s:?}"
+    );
+    assert_eq!(h.recorded(&report.run_id).await, s);
+    let run = &h.state.runs(1).await.unwrap()[0];
+    assert_eq!(run.status, "cancelled");
+    assert!(h
+        .state
+        .run_nodes(&report.run_id)
+        .await
+        .unwrap()
+        .iter()
+        .all(|n| n.status != "running" && n.status != "pending"));
+}
