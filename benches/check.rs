@@ -12,6 +12,7 @@
 //! See docs/performance.md for the figures and how to reproduce them.
 
 #[path = "support/generate.rs"]
+#[allow(dead_code)] // `bench_sizes` is for the benches without their own size validation
 mod generate;
 
 use phlo_transform_compiler::graph::ModelGraph;

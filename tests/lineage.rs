@@ -281,6 +281,62 @@ fn openlineage_format_is_scoped_to_the_target() {
         .filter(|e| e.get("dataset").is_some())
         .count();
     assert_eq!(datasets, 1, "only raw.orders is upstream");
-    let all = run(&testdata("lineage"), &["lineage", "--format", "openlineage"]).json();
+    let all = run(
+        &testdata("lineage"),
+        &["lineage", "--format", "openlineage"],
+    )
+    .json();
     assert!(all.as_array().unwrap().len() > events.as_array().unwrap().len());
+}
+
+#[test]
+fn selectors_scope_the_document() {
+    let dir = testdata("lineage");
+    let doc = run(
+        &dir,
+        &["lineage", "--format", "graph", "-s", "cases.window"],
+    )
+    .json();
+    let ids: Vec<&str> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"dataset://cases.window#rn"), "{ids:?}");
+    assert!(ids.contains(&"dataset://raw.orders"));
+    assert!(!ids.contains(&"dataset://cases.chain"));
+    let text = run(&dir, &["lineage", "-s", "cases.base+"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", text.stdout);
+    let bad = run(&dir, &["--json", "lineage", "-s", "cases.nope"]);
+    assert_eq!(bad.code, 2);
+    assert_eq!(bad.json()["diagnostics"][0]["code"], "L005");
+}
+
+/// `impact -s changed --since main`: the blast radius of a branch's edits.
+#[test]
+fn impact_of_a_diff() {
+    let ws = workspace("lineage");
+    let dir = ws.path();
+    common::git(dir, &["init", "-q", "-b", "main"]);
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "cases"]);
+    common::write_file(
+        dir,
+        "transforms/cases/base.sql",
+        "-- @ephemeral\nselect id, customer_id, amount * 1000 as cents from raw.orders\n",
+    );
+    let out = run(
+        dir,
+        &["--json", "impact", "-s", "changed", "--since", "main"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["target"], "cases.base");
+    assert_eq!(names(&r["models"]), ["cases.chain"]);
+    let none = run(dir, &["--json", "impact"]);
+    assert_eq!(none.code, 2);
+    assert_eq!(none.json()["diagnostics"][0]["code"], "L004");
 }

@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{run, write_file};
+use common::{git, run, write_file};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 fn lab() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -421,21 +420,6 @@ fn changed_selects_from_state_and_apply_replans_the_same_selection() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["shared.calendar"]);
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn since(dir: &Path, extra: &[&str]) -> (Vec<String>, Value) {

@@ -46,6 +46,20 @@ impl Lcg {
     }
 }
 
+/// `(bench mode, sizes)`: under `cargo bench` (`--bench` argument) the sizes in
+/// `PHLO_BENCH_SIZES` (comma-separated; default 1,000 and 10,000); under `cargo test --benches`
+/// a 200-model smoke test.
+pub fn bench_sizes() -> (bool, Vec<usize>) {
+    if !std::env::args().skip(1).any(|a| a == "--bench") {
+        return (false, vec![200]);
+    }
+    let sizes = std::env::var("PHLO_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000]);
+    (true, sizes)
+}
+
 /// What was generated.
 pub struct Summary {
     pub models: usize,

@@ -5,7 +5,6 @@ use phlo_transform_adapter::Adapter;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
-use phlo_transform_exec::{execute, RunOptions};
 use phlo_transform_plan::{Decision, Plan, PlanInputs, SelectorSpec};
 use phlo_transform_state::{MaterializedVersion, StateStore};
 use serde_json::json;
@@ -13,16 +12,17 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
     compile, open_engine, open_state, render, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
     LOCAL_ENVIRONMENT,
 };
 
-fn fatal(d: Diagnostic, json: bool) -> u8 {
+pub(super) fn fatal(d: Diagnostic, json: bool) -> u8 {
     fatal_all(vec![d], json)
 }
 
-fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
+pub(super) fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
     render::diagnostics(&Diagnostics(diags), None, json);
     EXIT_ERRORS
 }
@@ -378,6 +378,10 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
 struct StateView {
     materialized: HashMap<String, MaterializedVersion>,
     existing: HashSet<String>,
+    /// Strategy labels of the existing incremental tables, by model id.
+    strategies: HashMap<String, String>,
+    /// Freshness of the sources with a requirement.
+    freshness: Vec<phlo_transform_plan::SourceFreshness>,
 }
 
 impl StateView {
@@ -392,6 +396,8 @@ impl StateView {
             materialized: &self.materialized,
             existing_relations: &self.existing,
             relation_of,
+            built_strategies: &self.strategies,
+            freshness: &self.freshness,
         }
     }
 
@@ -416,23 +422,43 @@ async fn state_view(
             )
         })?;
     let mut existing = HashSet::new();
+    let mut strategies = HashMap::new();
     for m in &c.models {
         if engine
             .relation_exists(m.name.as_str(), m.materialization)
             .await
         {
             existing.insert(m.id.clone());
+            if m.materialization == phlo_transform_project::Materialization::Incremental {
+                if let Some(label) = engine.built_strategy(m.name.as_str()).await {
+                    strategies.insert(m.id.clone(), label);
+                }
+            }
         }
+    }
+    let now = chrono::Utc::now();
+    let mut freshness = Vec::new();
+    for source in &c.workspace.sources {
+        let Some(f) = &source.freshness else {
+            continue;
+        };
+        let latest = engine
+            .latest_timestamp(source, &f.timestamp_column)
+            .await
+            .map_err(|e| e.message);
+        freshness.extend(phlo_transform_plan::evaluate_freshness(source, latest, now));
     }
     Ok(StateView {
         materialized,
         existing,
+        strategies,
+        freshness,
     })
 }
 
 /// Selects with `spec` and plans the selection against the recorded state and the relations
 /// the engine sees.
-async fn make_plan(
+pub(super) async fn make_plan(
     c: &Compilation,
     engine: &dyn Adapter,
     store: &dyn StateStore,
@@ -447,10 +473,16 @@ async fn make_plan(
 }
 
 pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
-    let c = match compile_or_report(paths, json) {
+    let c = match compile(paths) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(d) => return fatal(d, json),
     };
+    if c.has_errors() {
+        return report_schema_impact_of_errors(paths, c, json).await;
+    }
+    if !json {
+        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
+    }
     let store = match open_state(paths).await {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
@@ -487,15 +519,85 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     EXIT_OK
 }
 
-pub async fn run(paths: &Paths, jobs: Option<usize>, spec: &SelectorSpec, json: bool) -> u8 {
+/// A plan cannot be made over compile errors, but the schema changes are still reported:
+/// when a column removal breaks a downstream model, the plan says which change broke which
+/// reader, and where (SPEC §51), before anything runs.
+async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, json: bool) -> u8 {
+    let changes = match open_state(paths).await {
+        Ok(store) => store
+            .materializations(LOCAL_ENVIRONMENT)
+            .await
+            .map(|recorded| {
+                phlo_transform_plan::schema_change::schema_changes(
+                    c,
+                    &recorded,
+                    &c.workspace.config.schema,
+                )
+            })
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    if json {
+        println!(
+            "{}",
+            json!({ "models": model_rows(c), "diagnostics": c.diagnostics, "schema_changes": changes })
+        );
+    } else {
+        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
+        eprint!("{}", render::schema_changes(&changes));
+        eprintln!("error: compilation failed: {}", render::summary_line(c));
+    }
+    EXIT_ERRORS
+}
+
+pub async fn run(
+    paths: &Paths,
+    exec: Execution,
+    spec: &SelectorSpec,
+    full_refresh: bool,
+    json: bool,
+) -> u8 {
     let c = match compile_or_report(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let jobs = jobs
-        .or(c.workspace.config.transform.execution.max_concurrency)
-        .unwrap_or(4);
-    execute_plan(paths, c, jobs, json, "run", spec, Ok).await
+    execute_plan(paths, c, &exec, json, "run", spec, |p| {
+        Ok(if full_refresh {
+            full_refresh_plan(p)
+        } else {
+            p
+        })
+    })
+    .await
+}
+
+/// `run --full-refresh`: every selected incremental model is rebuilt in full, changed or not.
+fn full_refresh_plan(mut p: Plan) -> Plan {
+    use phlo_transform_plan::{Membership, Reason, ReasonKind};
+    for m in &mut p.models {
+        let selected = matches!(m.membership, Membership::Selected | Membership::Expanded);
+        if !selected || m.materialization != phlo_transform_project::Materialization::Incremental {
+            continue;
+        }
+        if m.decision == Decision::Skip {
+            m.decision = Decision::Build;
+            m.reasons.clear();
+            p.summary.skip -= 1;
+            p.summary.build += 1;
+        }
+        if m.decision == Decision::Build {
+            m.full_rebuild = true;
+            m.reasons.insert(
+                0,
+                Reason::new(
+                    ReasonKind::Forced,
+                    "full refresh requested (--full-refresh)",
+                    None,
+                ),
+            );
+        }
+    }
+    p
 }
 
 /// Executes exactly the stored plan `plan_id`, or rejects it as stale when planning again now
@@ -505,7 +607,7 @@ pub async fn run(paths: &Paths, jobs: Option<usize>, spec: &SelectorSpec, json: 
 pub async fn apply(
     paths: &Paths,
     plan_id: &str,
-    jobs: Option<usize>,
+    exec: Execution,
     spec: Option<SelectorSpec>,
     json: bool,
 ) -> u8 {
@@ -534,11 +636,8 @@ pub async fn apply(
             )
         }
     };
-    let jobs = jobs
-        .or(c.workspace.config.transform.execution.max_concurrency)
-        .unwrap_or(4);
     let spec = spec.unwrap_or_else(|| stored.selection.spec.clone());
-    execute_plan(paths, c, jobs, json, "apply", &spec, move |fresh| {
+    execute_plan(paths, c, &exec, json, "apply", &spec, move |fresh| {
         if fresh.plan_id == stored.plan_id {
             return Ok(fresh);
         }
@@ -601,10 +700,14 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Err(code) => return code,
     };
     // Test what exists: nothing is built; models whose relation is missing block their tests.
+    let one_at_a_time = Execution::new(ExecutionArgs {
+        jobs: Some(1),
+        ..ExecutionArgs::default()
+    });
     execute_plan(
         paths,
         c,
-        1,
+        &one_at_a_time,
         json,
         "test",
         spec,
@@ -631,7 +734,7 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
 async fn execute_plan(
     paths: &Paths,
     c: &Compilation,
-    jobs: usize,
+    exec: &Execution,
     json: bool,
     command: &str,
     spec: &SelectorSpec,
@@ -653,30 +756,11 @@ async fn execute_plan(
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
     };
-    if !json && command != "test" {
+    if !json && !exec.args.events && command != "test" {
         print!("{}", render::plan(&p));
         println!();
     }
-    // OpenLineage only for the commands that build; `test` builds nothing.
-    let lineage = match command {
-        "run" | "apply" => super::openlineage::RunLineage::start(paths, c, store.as_ref()).await,
-        _ => None,
-    };
-    let observer = lineage
-        .as_ref()
-        .map(|l| phlo_transform_openlineage::RunEmitter::new(c, &l.config, &l.emitter, command));
-    let options = RunOptions {
-        jobs,
-        command: command.to_string(),
-        observer: observer
-            .as_ref()
-            .map(|o| o as &dyn phlo_transform_exec::RunObserver),
-    };
-    let executed = execute(c, &p, engine, store, &options).await;
-    drop(observer);
-    if let Some(l) = lineage {
-        l.emitter.finish().await;
-    }
+    let executed = run_plan(paths, c, &p, engine, store, command, exec, json).await;
     let report = match executed {
         Ok(r) => r,
         Err(e) => {
@@ -693,7 +777,9 @@ async fn execute_plan(
     if let Err(d) = artifacts {
         render::diagnostics(&Diagnostics(vec![d]), None, json);
     }
-    if json {
+    if exec.args.events {
+        // The `run_finished` event already carried the report.
+    } else if json {
         println!(
             "{}",
             serde_json::to_string(&report).expect("reports serialise")

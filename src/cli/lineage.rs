@@ -4,12 +4,48 @@ use clap::ValueEnum;
 use phlo_transform_compiler::lineage::{
     ColumnReport, Confidence, ImpactReport, LineageGraph, ModelReport, NodeKind, Reach, Target,
 };
-use std::collections::BTreeSet;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
+use phlo_transform_plan::SelectorSpec;
+use std::collections::BTreeSet;
 
 use super::{compile, render, Paths, EXIT_ERRORS, EXIT_OK};
+
+/// Selector scoping for `lineage` (the positional argument is the target, so the selector
+/// terms come as flags here).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LineageScope {
+    /// Scope to these models (selector grammar; repeatable, union).
+    #[arg(short = 's', long = "select", value_name = "SELECTOR")]
+    pub select: Vec<String>,
+    /// Leave these models out of the scope.
+    #[arg(long, value_name = "SELECTOR")]
+    pub exclude: Vec<String>,
+    /// Keep only models carrying this tag.
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// Keep only models of this workflow.
+    #[arg(long, value_name = "NAME")]
+    pub workflow: Vec<String>,
+    /// `changed` compares against merge-base(GIT_REF, HEAD) and the working tree.
+    #[arg(long, value_name = "GIT_REF")]
+    pub since: Option<String>,
+}
+
+impl LineageScope {
+    fn spec(&self) -> Option<SelectorSpec> {
+        let spec = SelectorSpec {
+            include: self.select.clone(),
+            exclude: self.exclude.clone(),
+            tags: self.tag.clone(),
+            workflows: self.workflow.clone(),
+            since: self.since.clone(),
+            ..SelectorSpec::default()
+        };
+        (spec != SelectorSpec::default()).then_some(spec)
+    }
+}
 
 /// What `lineage` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -54,7 +90,13 @@ fn resolve(g: &LineageGraph, target: &str, json: bool) -> Result<Target, u8> {
     })
 }
 
-pub async fn lineage(paths: &Paths, target: Option<&str>, format: LineageFormat, json: bool) -> u8 {
+pub async fn lineage(
+    paths: &Paths,
+    target: Option<&str>,
+    format: LineageFormat,
+    scope: &LineageScope,
+    json: bool,
+) -> u8 {
     let c = match compile_for_lineage(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -64,21 +106,34 @@ pub async fn lineage(paths: &Paths, target: Option<&str>, format: LineageFormat,
         Ok(t) => t,
         Err(code) => return code,
     };
+    // Selectors scope the output to the selected models' lineage.
+    let selected = match selected_targets(c, scope, json) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let scope_nodes: Option<BTreeSet<usize>> = match (target, selected) {
+        (None, None) => None,
+        (t, s) => Some(
+            t.into_iter()
+                .chain(s.into_iter().flatten())
+                .flat_map(|t| g.subgraph(t))
+                .collect(),
+        ),
+    };
     match format {
         LineageFormat::Graph => {
-            let scope = target.map(|t| g.subgraph(t));
-            print_json(&g.document_for(scope.as_ref()));
+            print_json(&g.document_for(scope_nodes.as_ref()));
         }
         LineageFormat::Openlineage => {
             let config = phlo_transform_openlineage::OpenLineageConfig::from_env(
                 &c.workspace,
                 &paths.warehouse,
             );
-            let scope: Option<BTreeSet<&str>> = target.map(|t| {
-                g.subgraph(t)
-                    .into_iter()
-                    .filter(|&n| g.nodes[n].kind == NodeKind::Dataset)
-                    .map(|n| g.nodes[n].name.as_str())
+            let scope: Option<BTreeSet<&str>> = scope_nodes.as_ref().map(|nodes| {
+                nodes
+                    .iter()
+                    .filter(|&&n| g.nodes[n].kind == NodeKind::Dataset)
+                    .map(|&n| g.nodes[n].name.as_str())
                     .collect()
             });
             let keep = |name: &str| scope.as_ref().is_none_or(|s| s.contains(name));
@@ -89,9 +144,9 @@ pub async fn lineage(paths: &Paths, target: Option<&str>, format: LineageFormat,
         LineageFormat::Text => match target {
             None => {
                 if json {
-                    print_json(&g.document());
+                    print_json(&g.document_for(scope_nodes.as_ref()));
                 } else {
-                    print_overview(c);
+                    print_overview(c, scope_nodes.as_ref());
                 }
             }
             Some(Target::Dataset(d)) => {
@@ -115,22 +170,60 @@ pub async fn lineage(paths: &Paths, target: Option<&str>, format: LineageFormat,
     EXIT_OK
 }
 
-pub async fn impact(paths: &Paths, target: &str, json: bool) -> u8 {
+pub async fn impact(paths: &Paths, target: Option<&str>, scope: &LineageScope, json: bool) -> u8 {
     let c = match compile_for_lineage(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let target = match resolve(&c.lineage, target, json) {
-        Ok(t) => t,
+    let mut targets = Vec::new();
+    if let Some(t) = target {
+        match resolve(&c.lineage, t, json) {
+            Ok(t) => targets.push(t),
+            Err(code) => return code,
+        }
+    }
+    match selected_targets(c, scope, json) {
+        Ok(selected) => targets.extend(selected.into_iter().flatten()),
         Err(code) => return code,
-    };
-    let report = c.lineage.impact(target);
+    }
+    if targets.is_empty() {
+        return fail(
+            Diagnostic::error(codes::EMPTY_SELECTION, "nothing to analyse: name a target or select models")
+                .with_help("`phlo-transform impact raw.orders.amount`, or `impact -s changed --since main` for the blast radius of a diff"),
+            json,
+        );
+    }
+    let report = c.lineage.impact_of_all(&targets);
     if json {
         print_json(&report);
     } else {
         print_impact(&report);
     }
     EXIT_OK
+}
+
+/// The dataset targets of the models `scope` selects (`None` without selectors). `changed`
+/// works with `--since` (git); recorded state is not read here.
+fn selected_targets(
+    c: &Compilation,
+    scope: &LineageScope,
+    json: bool,
+) -> Result<Option<Vec<Target>>, u8> {
+    let Some(spec) = scope.spec() else {
+        return Ok(None);
+    };
+    match phlo_transform_plan::select(c, &spec, &BTreeSet::new) {
+        Ok(selection) => Ok(Some(
+            selection
+                .acted_on()
+                .filter_map(|i| c.lineage.resolve(c.models[i].name.as_str()).ok())
+                .collect(),
+        )),
+        Err(diags) => {
+            render::diagnostics(&Diagnostics(diags), None, json);
+            Err(EXIT_ERRORS)
+        }
+    }
 }
 
 fn print_json(value: &impl serde::Serialize) {
@@ -140,12 +233,15 @@ fn print_json(value: &impl serde::Serialize) {
     );
 }
 
-fn print_overview(c: &Compilation) {
+fn print_overview(c: &Compilation, scope: Option<&BTreeSet<usize>>) {
     let g = &c.lineage;
     for m in &c.models {
         let Ok(Target::Dataset(d)) = g.resolve(m.name.as_str()) else {
             continue;
         };
+        if scope.is_some_and(|s| !s.contains(&d)) {
+            continue;
+        }
         let report = g.model_report(d);
         let inputs: Vec<String> = report
             .upstream

@@ -1,8 +1,11 @@
 //! Argument parsing and the shared steps every command takes (load, compile, open state).
 
 mod commands;
+mod execute;
+mod explain;
 mod lineage;
 mod openlineage;
+mod progress;
 mod render;
 mod selection;
 mod state;
@@ -65,6 +68,11 @@ pub enum Command {
         #[arg(long)]
         config: bool,
     },
+    /// Why a model would (or would not) be built: identity, recorded state, decision, reasons.
+    Explain {
+        /// Model name (`assay.results`) or URI (`model://assay/results`).
+        model: String,
+    },
     /// Show what a run would do and why, without changing anything.
     Plan {
         #[command(flatten)]
@@ -74,18 +82,28 @@ pub enum Command {
     Apply {
         /// The id `plan` printed.
         plan_id: String,
-        /// Models built at once (default: [transform.execution] max_concurrency, else 4).
-        #[arg(long, short = 'j')]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        execution: execute::ExecutionArgs,
         /// Default: the selection the plan was made with.
         #[command(flatten)]
         selection: SelectionArgs,
     },
     /// Plan, then build what changed in dependency order, then run the tests.
     Run {
-        /// Models built at once (default: [transform.execution] max_concurrency, else 4).
-        #[arg(long, short = 'j')]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        execution: execute::ExecutionArgs,
+        /// Rebuild the selected incremental models in full instead of incrementally.
+        #[arg(long)]
+        full_refresh: bool,
+        /// Continue an interrupted run (still running, or cancelled) under its own id: its
+        /// verified passed work is reused, everything else planned again. A run id or a
+        /// unique prefix; selection flags do not apply.
+        #[arg(long, value_name = "RUN", conflicts_with = "retry_failed")]
+        resume: Option<String>,
+        /// Start a new run over a finished run's failed, blocked and cancelled models and
+        /// failed tests. A run id or a unique prefix; selection flags do not apply.
+        #[arg(long, value_name = "RUN")]
+        retry_failed: Option<String>,
         #[command(flatten)]
         selection: SelectionArgs,
     },
@@ -103,11 +121,16 @@ pub enum Command {
         /// or `openlineage` (design-time JobEvents and DatasetEvents).
         #[arg(long, value_enum, default_value_t)]
         format: lineage::LineageFormat,
+        #[command(flatten)]
+        scope: lineage::LineageScope,
     },
     /// What changing a model, source or column reaches: columns, models, tests, workflows.
     Impact {
         /// A model or source (`raw.orders`) or a column (`raw.orders.amount`).
-        target: String,
+        target: Option<String>,
+        /// Selected models are targets too (`-s changed --since main`: a diff's blast radius).
+        #[command(flatten)]
+        scope: lineage::LineageScope,
     },
     /// Query the state database: recent runs, one run's nodes, one model's history.
     State {
@@ -160,23 +183,55 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config } => commands::inspect(&paths, &model, config, json).await,
+        Command::Explain { model } => explain::explain(&paths, &model, json).await,
         Command::Plan { selection } => commands::plan(&paths, &selection.spec(), json).await,
         Command::Apply {
             plan_id,
-            jobs,
+            execution,
             selection,
         } => {
             let spec = (!selection.is_empty()).then(|| selection.spec());
-            commands::apply(&paths, &plan_id, jobs, spec, json).await
+            let exec = execute::Execution::new(execution);
+            commands::apply(&paths, &plan_id, exec, spec, json).await
         }
-        Command::Run { jobs, selection } => {
-            commands::run(&paths, jobs, &selection.spec(), json).await
+        Command::Run {
+            execution,
+            full_refresh,
+            resume,
+            retry_failed,
+            selection,
+        } => {
+            let continued = resume
+                .map(|r| (r, true))
+                .or(retry_failed.map(|r| (r, false)));
+            let prepared = match continued {
+                None => Ok((selection.spec(), execute::Execution::new(execution))),
+                Some(_) if !selection.is_empty() || full_refresh => Err(commands::fatal(
+                    Diagnostic::error(
+                        codes::INVALID_SELECTOR,
+                        "selection flags do not apply to --resume / --retry-failed: the earlier run defines the work",
+                    )
+                    .with_help("drop the selection, or start a new run with it"),
+                    json,
+                )),
+                Some((run, resume)) => {
+                    execute::continuation(&paths, execution, &run, resume, json).await
+                }
+            };
+            match prepared {
+                Ok((spec, exec)) => commands::run(&paths, exec, &spec, full_refresh, json).await,
+                Err(code) => code,
+            }
         }
         Command::Test { selection } => commands::test(&paths, &selection.spec(), json).await,
-        Command::Lineage { target, format } => {
-            lineage::lineage(&paths, target.as_deref(), format, json).await
+        Command::Lineage {
+            target,
+            format,
+            scope,
+        } => lineage::lineage(&paths, target.as_deref(), format, &scope, json).await,
+        Command::Impact { target, scope } => {
+            lineage::impact(&paths, target.as_deref(), &scope, json).await
         }
-        Command::Impact { target } => lineage::impact(&paths, &target, json).await,
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Clean { all } => commands::clean(&paths, all, json),
     }

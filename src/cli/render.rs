@@ -89,14 +89,46 @@ pub fn plan(p: &Plan) -> String {
     for w in &p.warnings {
         let _ = writeln!(out, "warning[{}]: {}\n", w.code, w.message);
     }
+    if !p.sources.is_empty() {
+        let _ = writeln!(out, "Sources ({}) — freshness", p.sources.len());
+        for f in &p.sources {
+            let age = match f.age_seconds {
+                Some(a) => phlo_transform_project::freshness::format_age(a),
+                None => "unknown".into(),
+            };
+            let status = serde_json::to_value(f.status).expect("serialises");
+            let _ = writeln!(
+                out,
+                "  {}\n    age: {age}\n    required: <{}\n    status: {}{}{}",
+                f.source,
+                f.required,
+                status.as_str().unwrap_or("?"),
+                if f.blocks() {
+                    " (policy block: readers are blocked)"
+                } else {
+                    ""
+                },
+                f.reason
+                    .as_deref()
+                    .map(|r| format!("\n    reason: {r}"))
+                    .unwrap_or_default(),
+            );
+        }
+        out.push('\n');
+    }
     let s = &p.summary;
     let _ = writeln!(
         out,
-        "Models ({}) — {} build, {} skip, {} cached",
+        "Models ({}) — {} build, {} skip, {} cached{}",
         p.models.len(),
         s.build,
         s.skip,
-        s.cached
+        s.cached,
+        if s.blocked > 0 {
+            format!(", {} blocked", s.blocked)
+        } else {
+            String::new()
+        }
     );
     let width = p.models.iter().map(|m| m.name.len()).max().unwrap_or(0);
     for m in &p.models {
@@ -131,6 +163,63 @@ pub fn plan(p: &Plan) -> String {
     for t in &p.tests {
         let _ = writeln!(out, "  {}", t.name);
     }
+    out.push_str(&schema_changes(&p.schema_changes));
+    out
+}
+
+/// The SPEC §49/§51 layout: each model's column changes with their class, then the
+/// downstream models a removal or change reaches.
+pub fn schema_changes(changes: &[phlo_transform_plan::schema_change::SchemaChange]) -> String {
+    use phlo_transform_plan::schema_change::{describe_references, ChangeKind};
+    let mut out = String::new();
+    for s in changes {
+        let _ = writeln!(
+            out,
+            "\nSchema changes: {}  [{}]",
+            s.model,
+            s.severity.label()
+        );
+        for ch in &s.changes {
+            let what = match ch.kind {
+                ChangeKind::Added => {
+                    format!("{} {}", ch.column, ch.to_type.as_deref().unwrap_or(""))
+                }
+                ChangeKind::Removed => {
+                    format!("{} {}", ch.column, ch.from_type.as_deref().unwrap_or(""))
+                }
+                ChangeKind::TypeChanged => format!(
+                    "{} {} -> {}",
+                    ch.column,
+                    ch.from_type.as_deref().unwrap_or("?"),
+                    ch.to_type.as_deref().unwrap_or("?")
+                ),
+                ChangeKind::NullabilityChanged => format!("{} nullability", ch.column),
+                ChangeKind::Renamed => format!(
+                    "{} (renamed from {})",
+                    ch.column,
+                    ch.previous_name.as_deref().unwrap_or("?")
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "  {} {what:<40} {:<8} {}",
+                ch.kind.sign(),
+                ch.severity.label(),
+                ch.rule
+            );
+        }
+        if !s.downstream.is_empty() {
+            let _ = writeln!(out, "  Affected downstream models:");
+            for a in &s.downstream {
+                let _ = writeln!(
+                    out,
+                    "    {}  {}",
+                    a.model,
+                    describe_references(&a.references)
+                );
+            }
+        }
+    }
     out
 }
 
@@ -146,6 +235,9 @@ pub fn run(r: &RunReport) -> String {
         .unwrap_or(0);
     for m in &r.models {
         let detail = match (&m.error, m.rows, m.duration_ms) {
+            (Some(e), _, _) if e.attempt > 1 => {
+                format!("{}: {} (attempt {})", e.code, e.message, e.attempt)
+            }
             (Some(e), _, _) => format!("{}: {}", e.code, e.message),
             (None, Some(rows), Some(ms)) => format!(
                 "{rows} rows in {ms} ms{}",
@@ -183,14 +275,19 @@ pub fn run(r: &RunReport) -> String {
     }
     let c = &r.counts;
     let tests_failed = r.tests.iter().filter(|t| t.status != "passed").count();
+    let mut models = format!(
+        "{} passed, {} failed, {} skipped, {} blocked",
+        c.passed, c.failed, c.skipped, c.blocked
+    );
+    for (n, what) in [(c.cached, "cached"), (c.cancelled, "cancelled")] {
+        if n > 0 {
+            let _ = write!(models, ", {n} {what}");
+        }
+    }
     let _ = writeln!(
         out,
-        "\n{}: {} passed, {} failed, {} skipped, {} blocked; tests {} passed, {} failed",
+        "\n{}: {models}; tests {} passed, {} failed",
         r.status.to_uppercase(),
-        c.passed,
-        c.failed,
-        c.skipped,
-        c.blocked,
         r.tests.len() - tests_failed,
         tests_failed
     );

@@ -117,3 +117,19 @@ pub fn map(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String>
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
 }
+
+/// Runs `git` in `dir` with a throwaway identity; panics on failure.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -65,8 +65,8 @@ pub mod codes {
     pub const CONTRACT_EXTRA_COLUMN: Code = Code("K003");
     pub const CONTRACT_UNKNOWN_COLUMN: Code = Code("K004");
     pub const CONTRACT_UNCHECKED: Code = Code("K005");
-    // PLAN
-    pub const INCREMENTAL_AS_TABLE: Code = Code("L001");
+    // PLAN (L001, "incremental built as a full table", is retired: incremental models run
+    // incrementally)
     pub const STALE_PLAN: Code = Code("L002");
     pub const UNKNOWN_PLAN: Code = Code("L003");
     // SELECTION (SPEC §82)
@@ -77,15 +77,25 @@ pub mod codes {
     pub const EXCLUDED_DEPENDENCY_MISSING: Code = Code("L008");
     pub const EXCLUDED_DEPENDENCY: Code = Code("L009");
     pub const GIT_UNAVAILABLE: Code = Code("L010");
+    /// A plan has a BREAKING schema change and `[schema] breaking_changes = "error"`.
+    pub const BREAKING_SCHEMA_CHANGE: Code = Code("L011");
     // ADAPTER
     pub const QUERY_FAILED: Code = Code("A001");
     pub const WRITE_FAILED: Code = Code("A002");
     pub const RELATION_UNAVAILABLE: Code = Code("A003");
     /// A source's catalog (an Iceberg REST catalog) could not be read.
     pub const CATALOG_UNAVAILABLE: Code = Code("A004");
+    /// The existing Delta table has CHECK constraints the model does not guarantee.
+    pub const CONSTRAINT_NOT_GUARANTEED: Code = Code("A005");
     // EXECUTION
     pub const UPSTREAM_FAILED: Code = Code("E001");
     pub const TASK_PANICKED: Code = Code("E002");
+    /// A model's attempt ran longer than `--model-timeout`.
+    pub const MODEL_TIMEOUT: Code = Code("E003");
+    /// Work stopped by `--fail-fast` or an interrupt (Ctrl-C) before it finished.
+    pub const CANCELLED: Code = Code("E004");
+    /// `run --resume` of a finished run, or `run --retry-failed` of one still in progress.
+    pub const RUN_NOT_CONTINUABLE: Code = Code("E005");
     // TEST
     pub const TEST_FAILED: Code = Code("X001");
     pub const TEST_ERROR: Code = Code("X002");

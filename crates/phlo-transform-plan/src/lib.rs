@@ -4,11 +4,13 @@
 //! of a [`Selection`] are planned (SPEC §43, §82); the models it reads are planned as
 //! dependencies, built only when missing.
 
+mod freshness;
 mod git;
 mod reasons;
 pub mod schema_change;
 mod selector;
 
+pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
@@ -16,7 +18,8 @@ pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMat
 use phlo_transform_compiler::{Compilation, SqlChange};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Fingerprint};
-use phlo_transform_project::Materialization;
+use phlo_transform_project::config::BreakingChanges;
+use phlo_transform_project::{strategy_label, Materialization};
 use phlo_transform_state::MaterializedVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -59,6 +62,10 @@ pub struct PlannedModel {
     pub depends_on: Vec<String>,
     #[serde(default)]
     pub membership: Membership,
+    /// Incremental models: rebuilt in full rather than incrementally (strategy change,
+    /// `--full-refresh`). A missing table is always built in full.
+    #[serde(default)]
+    pub full_rebuild: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -91,6 +98,13 @@ pub struct Plan {
     pub selection: Selection,
     #[serde(default)]
     pub warnings: Vec<PlanWarning>,
+    /// Freshness of the sources that declare a requirement (SPEC §34).
+    #[serde(default)]
+    pub sources: Vec<SourceFreshness>,
+    /// Column changes of the models this plan builds, against what is materialised, with
+    /// their downstream impact (SPEC §49–51).
+    #[serde(default)]
+    pub schema_changes: Vec<schema_change::SchemaChange>,
 }
 
 /// A problem the plan works around (an excluded dependency planned against as it is).
@@ -110,6 +124,11 @@ pub struct PlanInputs<'a> {
     pub existing_relations: &'a HashSet<String>,
     /// Physical relation name of a model, as the adapter names it.
     pub relation_of: &'a dyn Fn(usize) -> String,
+    /// The strategy label (`strategy_label`) each existing incremental table was built
+    /// with, by model id, as the adapter reads it from the table.
+    pub built_strategies: &'a HashMap<String, String>,
+    /// Freshness of the sources that declare a requirement (SPEC §34).
+    pub freshness: &'a [SourceFreshness],
 }
 
 /// The state-derived `changed` set: materialised models the planner would build (desired
@@ -172,7 +191,9 @@ pub fn plan(
             )
         } else {
             let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
-            for_membership(membership, selection.spec.force, decision, reasons)
+            let (decision, reasons) =
+                for_membership(membership, selection.spec.force, decision, reasons);
+            freshness_gate(c, i, inputs.freshness, &decided, decision, reasons)
         };
         let sql_change = match (recorded, &m.version) {
             (Some(r), Some(v)) => Some(SqlChange::classify(
@@ -183,6 +204,7 @@ pub fn plan(
             )),
             _ => None,
         };
+        let (reasons, full_rebuild) = incremental_safety(c, i, inputs, decision, reasons);
         decided.insert(i, decision);
         models.push(PlannedModel {
             name: m.name.to_string(),
@@ -200,6 +222,7 @@ pub fn plan(
                 .map(|u| c.models[u].name.to_string())
                 .collect(),
             membership,
+            full_rebuild,
         });
     }
     if !missing_excluded.is_empty() {
@@ -252,7 +275,26 @@ pub fn plan(
             .field("version", m.version.as_deref().unwrap_or("-"))
             .field("previous", m.previous_version.as_deref().unwrap_or("-"));
     }
+    for s in inputs.freshness {
+        f.field("source", &s.source)
+            .field("freshness", format!("{:?}", s.status));
+    }
     let plan_id = f.finish()[..16].to_string();
+    let building: HashSet<&str> = models
+        .iter()
+        .filter(|m| m.decision == Decision::Build)
+        .map(|m| m.name.as_str())
+        .collect();
+    let policy = &c.workspace.config.schema;
+    let schema_changes: Vec<_> = schema_change::schema_changes(c, inputs.materialized, policy)
+        .into_iter()
+        .filter(|s| building.contains(s.model.as_str()))
+        .collect();
+    if policy.breaking_changes == BreakingChanges::Error {
+        if let Some(d) = schema_change::breaking_error(&schema_changes) {
+            return Err(d);
+        }
+    }
     Ok(Plan {
         plan_id,
         created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -264,6 +306,8 @@ pub fn plan(
         ephemeral,
         selection: selection.clone(),
         warnings,
+        sources: inputs.freshness.to_vec(),
+        schema_changes,
     })
 }
 
@@ -311,6 +355,91 @@ fn for_membership(
             (decision, reasons)
         }
         _ => (decision, reasons),
+    }
+}
+
+/// SPEC §29: an incremental model about to build on a table built with another strategy or
+/// key is rebuilt in full, with an `incremental_change` reason first.
+fn incremental_safety(
+    c: &Compilation,
+    i: usize,
+    inputs: &PlanInputs<'_>,
+    decision: Decision,
+    mut reasons: Vec<Reason>,
+) -> (Vec<Reason>, bool) {
+    let m = &c.models[i];
+    if decision != Decision::Build
+        || m.materialization != Materialization::Incremental
+        || !inputs.existing_relations.contains(&m.id)
+    {
+        return (reasons, false);
+    }
+    let config = c.config(i);
+    let desired = strategy_label(config.incremental.value.as_ref(), &config.key.value);
+    match inputs.built_strategies.get(&m.id) {
+        Some(built) if *built == desired => (reasons, false),
+        built => {
+            let old = built.map_or("none recorded", String::as_str);
+            reasons.insert(
+                0,
+                Reason::new(
+                    ReasonKind::IncrementalChange,
+                    format!(
+                        "incremental strategy changed: old: {old}, new: {desired} — FULL REBUILD"
+                    ),
+                    None,
+                ),
+            );
+            (reasons, true)
+        }
+    }
+}
+
+/// SPEC §34: a model about to build on a source that blocks (stale under
+/// `freshness_policy = "block"`), or on a model blocked for that reason, is BLOCKED.
+fn freshness_gate(
+    c: &Compilation,
+    i: usize,
+    freshness: &[SourceFreshness],
+    decided: &HashMap<usize, Decision>,
+    decision: Decision,
+    reasons: Vec<Reason>,
+) -> (Decision, Vec<Reason>) {
+    if decision != Decision::Build {
+        return (decision, reasons);
+    }
+    let mut blocking: Vec<Reason> = c.models[i]
+        .sources
+        .iter()
+        .filter_map(|s| freshness.iter().find(|f| &f.source == s && f.blocks()))
+        .map(|f| {
+            Reason::new(
+                ReasonKind::SourceStale,
+                format!(
+                    "source {} is not fresh ({}) and its policy is block",
+                    f.source,
+                    f.describe()
+                ),
+                Some(f.source.clone()),
+            )
+        })
+        .collect();
+    if blocking.is_empty() && !freshness.iter().any(SourceFreshness::blocks) {
+        return (decision, reasons);
+    }
+    for u in materialised_upstream(c, i) {
+        if decided.get(&u) == Some(&Decision::Blocked) {
+            blocking.push(Reason::new(
+                ReasonKind::SourceStale,
+                format!("upstream {} is blocked", c.models[u].name),
+                Some(c.models[u].name.to_string()),
+            ));
+        }
+    }
+    if blocking.is_empty() {
+        (decision, reasons)
+    } else {
+        (Decision::Blocked, blocking)
     }
 }
 

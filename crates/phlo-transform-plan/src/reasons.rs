@@ -20,6 +20,12 @@ pub enum ReasonKind {
     Forced,
     /// Outside the selection but read by it: built only when missing.
     SelectedDependency,
+    /// The incremental strategy or key the table was built with changed: FULL REBUILD
+    /// (SPEC §29), never a silent incremental continuation.
+    IncrementalChange,
+    /// A source the model reads (or an upstream model's) is stale under
+    /// `freshness_policy = "block"` (SPEC §34).
+    SourceStale,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@ use phlo_transform_compiler::lineage::{EdgeKind, Target};
 use phlo_transform_compiler::{Column, Compilation};
 use phlo_transform_project::config::SchemaPolicy;
 use phlo_transform_sql::sqlparser::ast::{SelectItem, SetExpr};
-use serde::{Deserialize, Serialize};
 use phlo_transform_state::MaterializedVersion;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
@@ -31,6 +31,16 @@ pub enum Severity {
     Safe,
     Review,
     Breaking,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Safe => "SAFE",
+            Severity::Review => "REVIEW",
+            Severity::Breaking => "BREAKING",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,9 +143,8 @@ pub fn schema_changes(
                     ChangeKind::Renamed => ch.previous_name.as_deref(),
                     _ => None,
                 };
-                old.into_iter().chain(
-                    (ch.kind != ChangeKind::Added).then_some(ch.column.as_str()),
-                )
+                old.into_iter()
+                    .chain((ch.kind != ChangeKind::Added).then_some(ch.column.as_str()))
             })
             .collect();
         let downstream = if touched.is_empty() {
@@ -151,6 +160,57 @@ pub fn schema_changes(
         });
     }
     out
+}
+
+/// With `[schema] breaking_changes = "error"`: the error (L011) that rejects a plan with a
+/// BREAKING change, naming each change and the models it reaches.
+pub fn breaking_error(changes: &[SchemaChange]) -> Option<phlo_transform_core::Diagnostic> {
+    let breaking: Vec<String> = changes
+        .iter()
+        .flat_map(|s| {
+            s.changes
+                .iter()
+                .filter(|ch| ch.severity == Severity::Breaking)
+                .map(move |ch| format!("{}.{} ({})", s.model, ch.column, ch.rule))
+        })
+        .collect();
+    if breaking.is_empty() {
+        return None;
+    }
+    let mut d = phlo_transform_core::Diagnostic::error(
+        phlo_transform_core::diagnostic::codes::BREAKING_SCHEMA_CHANGE,
+        format!("breaking schema change: {}", breaking.join(", ")),
+    )
+    .with_help("update the downstream models, declare a rename in [model.\"…\"].renames, or set [schema] breaking_changes = \"warn\" to accept it");
+    for s in changes {
+        for a in &s.downstream {
+            d = d.with_note(format!(
+                "{} reads {}: {}",
+                a.model,
+                s.model,
+                describe_references(&a.references)
+            ));
+        }
+    }
+    Some(d)
+}
+
+/// `direct reference to x at line 18, SELECT * dependency`.
+pub fn describe_references(references: &[Reference]) -> String {
+    references
+        .iter()
+        .map(|r| match r {
+            Reference::Direct {
+                column,
+                line: Some(l),
+            } => {
+                format!("direct reference to {column} at line {l}")
+            }
+            Reference::Direct { column, line: None } => format!("direct reference to {column}"),
+            Reference::Star => "SELECT * dependency".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Compares the recorded columns with the inferred ones. `renames` maps new name → old name

@@ -58,7 +58,7 @@ pub enum BreakingChanges {
     /// Reported; the plan goes ahead.
     #[default]
     Warn,
-    /// The plan is rejected (L011) until the change is accepted with `--allow-breaking`.
+    /// The plan is rejected (L011).
     Error,
 }
 
@@ -165,8 +165,11 @@ pub struct SourceSection {
     pub format: Option<String>,
     pub owner: Option<String>,
     pub description: Option<String>,
+    /// Maximum age of the data (`6h`), measured on `timestamp_column` (SPEC §34).
     pub freshness: Option<String>,
     pub timestamp_column: Option<String>,
+    /// `warn` (default) or `block`: what a stale source does to a plan.
+    pub freshness_policy: Option<String>,
     /// `[source."x.y".columns] name = "bigint"`: the schema, in column order. Without a
     /// `location` the source is schema-only (typing, no data); with one it is the fallback when
     /// the data's own schema cannot be read.

@@ -5,12 +5,15 @@ pub mod config;
 pub mod directives;
 pub mod discovery;
 pub mod effective;
+pub mod freshness;
 pub mod maintenance;
 pub mod sources;
 mod toml_error;
 
 pub use config::{RootConfig, WorkspaceConfig};
-pub use directives::{AnalysisMode, Directives, IncrementalStrategy, Materialization};
+pub use directives::{
+    strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,
+};
 pub use discovery::{ModelFile, TestFile, TransformRoot, Workspace};
 pub use effective::{EffectiveConfig, Origin, Sourced};
 pub use maintenance::MaintenanceSection;

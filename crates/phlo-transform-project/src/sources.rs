@@ -77,8 +77,8 @@ pub struct SourceDecl {
     pub origin: SourceOrigin,
     pub owner: Option<String>,
     pub description: Option<String>,
-    pub freshness: Option<String>,
-    pub timestamp_column: Option<String>,
+    /// The freshness requirement, when declared (SPEC §34).
+    pub freshness: Option<crate::freshness::Freshness>,
     /// Declared columns `(name, SQL type)`, in order; empty when not declared.
     pub columns: Vec<(String, String)>,
     /// The Iceberg REST catalog table this source is, when declared with `catalog`.
@@ -200,6 +200,23 @@ pub(crate) fn declared(
                 continue;
             }
         };
+        let freshness = match crate::freshness::Freshness::from_section(
+            section.freshness.as_deref(),
+            section.timestamp_column.as_deref(),
+            section.freshness_policy.as_deref(),
+        ) {
+            Ok(f) => f,
+            Err(message) => {
+                diags.push(
+                    Diagnostic::error(codes::INVALID_SOURCE, format!("source `{name}`: {message}"))
+                        .in_file("phlo.toml")
+                        .with_help(format!(
+                            "declare [source.\"{name}\"] freshness = \"6h\", timestamp_column = \"loaded_at\" (optional: freshness_policy = \"warn\" or \"block\")"
+                        )),
+                );
+                continue;
+            }
+        };
         let mut columns = Vec::new();
         for (column, ty) in section.columns.iter().flatten() {
             match ty.as_str() {
@@ -248,8 +265,7 @@ pub(crate) fn declared(
             origin: SourceOrigin::Declared,
             owner: section.owner.clone(),
             description: section.description.clone(),
-            freshness: section.freshness.clone(),
-            timestamp_column: section.timestamp_column.clone(),
+            freshness,
             columns,
             rest,
         });
@@ -297,7 +313,6 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
             owner: None,
             description: None,
             freshness: None,
-            timestamp_column: None,
             columns: Vec::new(),
             rest: None,
         });

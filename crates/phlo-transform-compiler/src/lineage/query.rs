@@ -7,7 +7,7 @@ use super::{
     Transformation,
 };
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// What a `lineage`/`impact` argument names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,15 +181,36 @@ impl LineageGraph {
 
     /// What changing `target` reaches downstream.
     pub fn impact(&self, target: Target) -> ImpactReport {
-        let (name, start): (String, Vec<usize>) = match target {
-            Target::Column(c) => (self.nodes[c].name.clone(), vec![c]),
-            Target::Dataset(d) => (self.nodes[d].name.clone(), self.columns_of(d)),
-        };
+        self.impact_of_all(&[target])
+    }
+
+    /// What changing all of `targets` at once reaches (`impact --since main`: the blast
+    /// radius of a diff). The targets themselves are not reported as impacted.
+    pub fn impact_of_all(&self, targets: &[Target]) -> ImpactReport {
+        let name = targets
+            .iter()
+            .map(|&t| match t {
+                Target::Column(n) | Target::Dataset(n) => self.nodes[n].name.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let target_datasets: Vec<usize> = targets
+            .iter()
+            .filter_map(|&t| match t {
+                Target::Dataset(d) => Some(d),
+                Target::Column(_) => None,
+            })
+            .collect();
+        let start: Vec<usize> = targets
+            .iter()
+            .flat_map(|&t| match t {
+                Target::Column(c) => vec![c],
+                Target::Dataset(d) => self.columns_of(d),
+            })
+            .collect();
         let mut affected_datasets: BTreeSet<usize> =
             start.iter().filter_map(|&c| self.dataset_of(c)).collect();
-        if let Target::Dataset(d) = target {
-            affected_datasets.insert(d);
-        }
+        affected_datasets.extend(&target_datasets);
         let mut columns = Vec::new();
         let mut models = BTreeSet::new();
         let mut tests = BTreeSet::new();
@@ -210,7 +231,7 @@ impl LineageGraph {
             });
         }
         // A model target reaches every downstream reader, column lineage known or not.
-        if let Target::Dataset(d) = target {
+        for &d in &target_datasets {
             for step in self.dataset_walk(d, Walk::Downstream) {
                 if step.origin == "model" {
                     models.insert(step.name);
@@ -240,7 +261,7 @@ impl LineageGraph {
                 }
             }
         }
-        if let Target::Dataset(d) = target {
+        for &d in &target_datasets {
             models.remove(&self.nodes[d].name);
         }
         let workflows = models
@@ -341,12 +362,15 @@ impl LineageGraph {
     /// Columns reached over derives edges from `start` (excluded), ordered by depth then
     /// name. `via` is direct when a path of direct edges only reaches the column.
     fn reach_nodes(&self, start: &[usize], walk: Walk) -> Vec<(usize, (usize, Directness))> {
-        let direct_only = self.bfs(start, walk, true);
-        let all = self.bfs(start, walk, false);
-        let mut out: Vec<(usize, (usize, Directness))> = all
+        let mut direct = vec![false; self.nodes.len()];
+        for (n, _) in self.bfs(start, walk, true) {
+            direct[n] = true;
+        }
+        let mut out: Vec<(usize, (usize, Directness))> = self
+            .bfs(start, walk, false)
             .into_iter()
             .map(|(n, depth)| {
-                let via = if direct_only.contains_key(&n) {
+                let via = if direct[n] {
                     Directness::Direct
                 } else {
                     Directness::Indirect
@@ -354,20 +378,27 @@ impl LineageGraph {
                 (n, (depth, via))
             })
             .collect();
-        out.sort_by(|a, b| (a.1 .0, &self.nodes[a.0].name).cmp(&(b.1 .0, &self.nodes[b.0].name)));
+        out.sort_unstable_by(|a, b| {
+            (a.1 .0, &self.nodes[a.0].name).cmp(&(b.1 .0, &self.nodes[b.0].name))
+        });
         out
     }
 
-    fn bfs(&self, start: &[usize], walk: Walk, direct_only: bool) -> BTreeMap<usize, usize> {
-        let mut depth: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut seen: BTreeSet<usize> = start.iter().copied().collect();
+    /// Nodes reached over derives edges from `start` (excluded) with their depth, in
+    /// breadth-first order.
+    fn bfs(&self, start: &[usize], walk: Walk, direct_only: bool) -> Vec<(usize, usize)> {
+        let mut seen = vec![false; self.nodes.len()];
+        for &s in start {
+            seen[s] = true;
+        }
+        let mut out = Vec::new();
         let mut queue: VecDeque<(usize, usize)> = start.iter().map(|&s| (s, 0)).collect();
         while let Some((n, d)) = queue.pop_front() {
-            let edges: Box<dyn Iterator<Item = &super::Edge>> = match walk {
-                Walk::Downstream => Box::new(self.outgoing(n)),
-                Walk::Upstream => Box::new(self.incoming(n)),
+            let edges = match walk {
+                Walk::Downstream => &self.outgoing[n],
+                Walk::Upstream => &self.incoming[n],
             };
-            for e in edges {
+            for e in edges.iter().map(|&e| &self.edges[e]) {
                 if e.kind != EdgeKind::Derives
                     || direct_only && e.directness == Some(Directness::Indirect)
                 {
@@ -377,13 +408,14 @@ impl LineageGraph {
                     Walk::Downstream => e.to,
                     Walk::Upstream => e.from,
                 };
-                if seen.insert(next) {
-                    depth.insert(next, d + 1);
+                if !seen[next] {
+                    seen[next] = true;
+                    out.push((next, d + 1));
                     queue.push_back((next, d + 1));
                 }
             }
         }
-        depth
+        out
     }
 
     /// Datasets upstream (read, transitively) or downstream (produced from it) of `dataset`.

@@ -352,6 +352,8 @@ fn inputs<'a>(
         materialized,
         existing_relations: existing,
         relation_of,
+        built_strategies: Box::leak(Box::default()),
+        freshness: &[],
     }
 }
 

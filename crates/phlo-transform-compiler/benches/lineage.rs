@@ -3,14 +3,14 @@
 //! serialising `lineage.json`, and `impact` on a source column once compiled.
 //!
 //! ```text
-//! cargo bench --bench lineage                          # N = 1,000 and 10,000
-//! PHLO_BENCH_SIZES=10000 cargo bench --bench lineage
+//! cargo bench -p phlo-transform-compiler --bench lineage                          # N = 1,000 and 10,000
+//! PHLO_BENCH_SIZES=10000 cargo bench -p phlo-transform-compiler --bench lineage
 //! ```
 //!
 //! Under `cargo test --benches` it runs a quick smoke test on a 200-model workspace.
 //! See docs/performance.md for the figures.
 
-#[path = "support/generate.rs"]
+#[path = "../../../benches/support/generate.rs"]
 mod generate;
 
 use phlo_transform_compiler::{CatalogSnapshot, Compilation, LineageGraph};
@@ -18,18 +18,18 @@ use phlo_transform_project::Workspace;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let bench_mode = std::env::args().skip(1).any(|a| a == "--bench");
-    let sizes: Vec<usize> = if bench_mode {
-        std::env::var("PHLO_BENCH_SIZES")
-            .ok()
-            .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
-            .unwrap_or_else(|| vec![1_000, 10_000])
-    } else {
-        vec![200]
-    };
+    let (_, sizes) = generate::bench_sizes();
     for n in sizes {
         let dir = tempfile::tempdir().expect("tempdir");
-        generate::generate(dir.path(), n).expect("generate workspace");
+        let shape = generate::generate(dir.path(), n).expect("generate workspace");
+        println!(
+            "{} models in {} layers ({} tables, {} reads, {} KiB of SQL)",
+            shape.models,
+            shape.layers,
+            shape.tables,
+            shape.edges,
+            shape.bytes / 1024
+        );
         let ws = Workspace::load(dir.path()).expect("workspace loads");
         let (catalog, diags) = CatalogSnapshot::load(&ws);
         let started = Instant::now();

@@ -1,0 +1,150 @@
+//! `explain <model>` (SPEC §80): the per-model companion to `plan` — identity, dependencies,
+//! recorded state and the build decision with the same structured reasons `plan` gives. The
+//! model is planned with its dependencies (selector `+model`), exactly as `plan +model` would.
+
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_plan::schema_change::SchemaChange;
+use phlo_transform_plan::{PlannedModel, SelectorSpec};
+use phlo_transform_project::Materialization;
+use phlo_transform_state::MaterializedVersion;
+use serde::Serialize;
+
+use super::commands::{fatal, fatal_all, make_plan};
+use super::{compile, open_state, render, Paths, EXIT_ERRORS, EXIT_OK, LOCAL_ENVIRONMENT};
+
+#[derive(Serialize)]
+struct Explanation<'a> {
+    model: &'a str,
+    uri: String,
+    id: &'a str,
+    path: &'a str,
+    materialization: Materialization,
+    depends_on: Vec<phlo_transform_compiler::Dependency>,
+    version: Option<&'a str>,
+    recorded: Option<MaterializedVersion>,
+    environment: &'static str,
+    /// `None` for an ephemeral model: it is inlined, never planned.
+    planned: Option<PlannedModel>,
+    schema_change: Option<SchemaChange>,
+}
+
+pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
+    let c = match compile(paths) {
+        Ok(c) => c,
+        Err(d) => return fatal(d, json),
+    };
+    let Some(i) = c.model_index(name) else {
+        let names = c.models.iter().map(|m| m.name.as_str());
+        return fatal(
+            Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
+                .with_suggestions(phlo_transform_core::did_you_mean(name, names))
+                .with_help("`phlo-transform list` shows every model"),
+            json,
+        );
+    };
+    if c.has_errors() {
+        render::diagnostics(&c.diagnostics, Some(&c.workspace), json);
+        return EXIT_ERRORS;
+    }
+    let m = &c.models[i];
+    let store = match open_state(paths).await {
+        Ok(s) => s,
+        Err(d) => return fatal(d, json),
+    };
+    let recorded = match store.materializations(LOCAL_ENVIRONMENT).await {
+        Ok(mut all) => all.remove(&m.id),
+        Err(e) => {
+            return fatal(
+                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+                    .with_help("check the state database"),
+                json,
+            )
+        }
+    };
+    let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+    let spec = SelectorSpec {
+        include: vec![format!("+{}", m.name)],
+        ..SelectorSpec::default()
+    };
+    let plan = match make_plan(c, &engine, store.as_ref(), &spec).await {
+        Ok(p) => p,
+        Err(diags) => return fatal_all(diags, json),
+    };
+    let planned = plan
+        .models
+        .iter()
+        .find(|p| p.name == m.name.as_str())
+        .cloned();
+    let schema_change = plan
+        .schema_changes
+        .iter()
+        .find(|s| s.model == m.name.as_str())
+        .cloned();
+    let e = Explanation {
+        model: m.name.as_str(),
+        uri: m.name.uri(),
+        id: &m.id,
+        path: &m.path,
+        materialization: m.materialization,
+        depends_on: c.dependencies(i),
+        version: m.version.as_ref().map(|v| v.version.as_str()),
+        recorded,
+        environment: LOCAL_ENVIRONMENT,
+        planned,
+        schema_change,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&e).expect("serialises"));
+    } else {
+        print_text(&e);
+    }
+    EXIT_OK
+}
+
+fn print_text(e: &Explanation) {
+    println!("Model:         {}", e.model);
+    println!("ID:            {}", e.uri);
+    println!("Path:          {}", e.path);
+    println!("Materialised:  {}", e.materialization);
+    if !e.depends_on.is_empty() {
+        println!("Depends on:");
+        for d in &e.depends_on {
+            let (kind, name) = match d {
+                phlo_transform_compiler::Dependency::Model(n) => ("model", n),
+                phlo_transform_compiler::Dependency::Source(n) => ("source", n),
+            };
+            println!("  {name} ({kind})");
+        }
+    }
+    println!("Version:       {}", e.version.unwrap_or("-"));
+    match &e.recorded {
+        Some(r) => println!(
+            "Recorded:      {} in {} (materialised {})",
+            r.version, r.environment, r.materialized_at
+        ),
+        None => println!("Recorded:      nothing in {}", e.environment),
+    }
+    match &e.planned {
+        None => println!("Decision:      none (ephemeral: inlined into the models that read it)"),
+        Some(p) => {
+            println!("Decision:      {}", p.decision.label().to_lowercase());
+            if let Some(change) = p.sql_change {
+                println!(
+                    "SQL change:    {}",
+                    serde_json::to_value(change)
+                        .expect("serialises")
+                        .as_str()
+                        .unwrap_or("?")
+                );
+            }
+            println!("Reasons:");
+            for r in &p.reasons {
+                println!("  {}", r.detail);
+            }
+        }
+    }
+    if let Some(s) = &e.schema_change {
+        print!("{}", render::schema_changes(std::slice::from_ref(s)));
+    }
+}
