@@ -8,20 +8,7 @@ use common::{by_name, run, write_file};
 fn independent_branches_continue_and_dependents_of_a_failure_are_blocked() {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(
-        root,
-        "transforms/x/a.sql",
-        "-- @table\nselect 1 as id, 'seven' as label\n",
-    );
-    // Type-checks (a string cast to int) but fails when it runs.
-    write_file(
-        root,
-        "transforms/x/b.sql",
-        "-- @table\nselect id, cast(label as int) as n from x.a\n",
-    );
-    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
-    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
-    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+    common::spec64_workspace(root);
     for jobs in ["1", "4"] {
         let _ = std::fs::remove_dir_all(root.join(".phlo"));
         let out = run(root, &["run", "--jobs", jobs, "--json"]);

@@ -290,19 +290,7 @@ fn ctrl_c_cancels_cleanly_and_the_run_resumes() {
 fn retry_failed_starts_a_linked_run_over_the_failed_part() {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(
-        root,
-        "transforms/x/a.sql",
-        "-- @table\nselect 1 as id, 'seven' as label\n",
-    );
-    write_file(
-        root,
-        "transforms/x/b.sql",
-        "-- @table\nselect id, cast(label as int) as n from x.a\n",
-    );
-    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
-    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
-    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+    common::spec64_workspace(root);
     let first = run(root, &["run", "--json"]);
     assert_eq!(first.code, 1);
     let first_id = first.json()["run_id"].as_str().unwrap().to_string();

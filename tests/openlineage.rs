@@ -206,19 +206,7 @@ fn run_with(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Ran {
 fn failing_workspace() -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(
-        root,
-        "transforms/x/a.sql",
-        "-- @table\n-- The first model.\nselect 1 as id, 'seven' as label\n",
-    );
-    write_file(
-        root,
-        "transforms/x/b.sql",
-        "-- @table\nselect id, cast(label as int) as n from x.a\n",
-    );
-    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
-    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
-    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+    common::spec64_workspace(root);
     ws
 }
 

@@ -133,3 +133,21 @@ pub fn git(dir: &Path, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The SPEC §64 workspace in `root`: A → B → C and D → E, all tables, where B type-checks (a
+/// string cast to int) but fails when it runs.
+pub fn spec64_workspace(root: &Path) {
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\n-- The first model.\nselect 1 as id, 'seven' as label\n",
+    );
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id, cast(label as int) as n from x.a\n",
+    );
+    write_file(root, "transforms/x/c.sql", "-- @table\nselect * from x.b\n");
+    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
+    write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
+}
