@@ -90,12 +90,13 @@ fn report(
         let stored = started.elapsed();
         assert_eq!(p.summary.skip, p.models.len(), "a populated state plans nothing to build");
         println!(
-            "{n:>6} models, {backend:<8}: typed check {:>7.1} ms | load state {:>6.1} ms | select + plan {:>6.1} ms | store plan {:>6.1} ms | planner total {:>6.1} ms beyond the check",
+            "{n:>6} models, {backend:<8}: typed check {:>7.1} ms | load state {:>6.1} ms | select + plan {:>6.1} ms | store plan {:>6.1} ms | planner total {:>6.1} ms beyond the check | peak RSS so far {} MiB",
             ms(check),
             ms(load),
             ms(planning),
             ms(stored),
-            ms(load + planning + stored)
+            ms(load + planning + stored),
+            peak_rss_mib().map_or("?".to_string(), |m| m.to_string())
         );
     });
 }
@@ -126,6 +127,14 @@ async fn populate(c: &Compilation, store: &dyn StateStore) {
             .await
             .expect("records");
     }
+}
+
+/// The process's peak resident set (`VmHWM` in /proc/self/status), Linux only.
+fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 fn ms(d: std::time::Duration) -> f64 {
