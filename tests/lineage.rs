@@ -6,6 +6,15 @@ mod common;
 use common::{run, testdata, workspace};
 use serde_json::Value;
 
+/// `v[i][key]` of every element of the array `v`.
+fn field<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[key].as_str().unwrap())
+        .collect()
+}
+
 fn names(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
@@ -59,26 +68,11 @@ fn model_lineage_shows_the_chain_and_every_column() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let r = out.json();
     assert_eq!(r["origin"], "model");
-    let up: Vec<&str> = r["upstream"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let up: Vec<&str> = field(&r["upstream"], "name");
     assert_eq!(up, ["raw.orders"]);
-    let down: Vec<&str> = r["downstream"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let down: Vec<&str> = field(&r["downstream"], "name");
     assert_eq!(down, ["cases.chain"]);
-    let cols: Vec<&str> = r["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let cols: Vec<&str> = field(&r["columns"], "name");
     assert_eq!(cols, ["id", "customer_id", "cents"]);
 }
 
@@ -138,12 +132,7 @@ fn graph_format_prints_the_canonical_document_scoped_to_the_target() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = out.json();
     assert_eq!(doc["version"], 1);
-    let ids: Vec<&str> = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = field(&doc["nodes"], "id");
     for id in [
         "dataset://raw.orders",
         "dataset://cases.base",
@@ -297,12 +286,7 @@ fn selectors_scope_the_document() {
         &["lineage", "--format", "graph", "-s", "cases.window"],
     )
     .json();
-    let ids: Vec<&str> = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = field(&doc["nodes"], "id");
     assert!(ids.contains(&"dataset://cases.window#rn"), "{ids:?}");
     assert!(ids.contains(&"dataset://raw.orders"));
     assert!(!ids.contains(&"dataset://cases.chain"));

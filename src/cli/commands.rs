@@ -18,6 +18,14 @@ use super::{
     LOCAL_ENVIRONMENT,
 };
 
+/// P008 for a name that is no model's, with did-you-mean suggestions.
+pub(super) fn unknown_model(c: &Compilation, name: &str) -> Diagnostic {
+    let names = c.models.iter().map(|m| m.name.as_str());
+    Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
+        .with_suggestions(phlo_transform_core::did_you_mean(name, names))
+        .with_help("`phlo-transform list` shows every model")
+}
+
 pub(super) fn fatal(d: Diagnostic, json: bool) -> u8 {
     fatal_all(vec![d], json)
 }
@@ -204,11 +212,7 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         Err(d) => return fatal(d, json),
     };
     let Some(i) = c.model_index(name) else {
-        let names = c.models.iter().map(|m| m.name.as_str());
-        let d = Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
-            .with_suggestions(phlo_transform_core::did_you_mean(name, names))
-            .with_help("`phlo-transform list` shows every model");
-        return fatal(d, json);
+        return fatal(unknown_model(c, name), json);
     };
     let m = &c.models[i];
     let file = &c.workspace.models[i];

@@ -10,7 +10,7 @@ use phlo_transform_project::Materialization;
 use phlo_transform_state::MaterializedVersion;
 use serde::Serialize;
 
-use super::commands::{fatal, fatal_all, make_plan};
+use super::commands::{fatal, fatal_all, make_plan, unknown_model};
 use super::{compile, open_state, render, Paths, EXIT_ERRORS, EXIT_OK, LOCAL_ENVIRONMENT};
 
 #[derive(Serialize)]
@@ -35,13 +35,7 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     let Some(i) = c.model_index(name) else {
-        let names = c.models.iter().map(|m| m.name.as_str());
-        return fatal(
-            Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
-                .with_suggestions(phlo_transform_core::did_you_mean(name, names))
-                .with_help("`phlo-transform list` shows every model"),
-            json,
-        );
+        return fatal(unknown_model(c, name), json);
     };
     if c.has_errors() {
         render::diagnostics(&c.diagnostics, Some(&c.workspace), json);

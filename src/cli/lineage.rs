@@ -10,42 +10,8 @@ use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_plan::SelectorSpec;
 use std::collections::BTreeSet;
 
+use super::selection::ScopeArgs;
 use super::{compile, render, Paths, EXIT_ERRORS, EXIT_OK};
-
-/// Selector scoping for `lineage` (the positional argument is the target, so the selector
-/// terms come as flags here).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct LineageScope {
-    /// Scope to these models (selector grammar; repeatable, union).
-    #[arg(short = 's', long = "select", value_name = "SELECTOR")]
-    pub select: Vec<String>,
-    /// Leave these models out of the scope.
-    #[arg(long, value_name = "SELECTOR")]
-    pub exclude: Vec<String>,
-    /// Keep only models carrying this tag.
-    #[arg(long, value_name = "TAG")]
-    pub tag: Vec<String>,
-    /// Keep only models of this workflow.
-    #[arg(long, value_name = "NAME")]
-    pub workflow: Vec<String>,
-    /// `changed` compares against merge-base(GIT_REF, HEAD) and the working tree.
-    #[arg(long, value_name = "GIT_REF")]
-    pub since: Option<String>,
-}
-
-impl LineageScope {
-    fn spec(&self) -> Option<SelectorSpec> {
-        let spec = SelectorSpec {
-            include: self.select.clone(),
-            exclude: self.exclude.clone(),
-            tags: self.tag.clone(),
-            workflows: self.workflow.clone(),
-            since: self.since.clone(),
-            ..SelectorSpec::default()
-        };
-        (spec != SelectorSpec::default()).then_some(spec)
-    }
-}
 
 /// What `lineage` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -94,7 +60,7 @@ pub async fn lineage(
     paths: &Paths,
     target: Option<&str>,
     format: LineageFormat,
-    scope: &LineageScope,
+    scope: &ScopeArgs,
     json: bool,
 ) -> u8 {
     let c = match compile_for_lineage(paths, json) {
@@ -170,7 +136,7 @@ pub async fn lineage(
     EXIT_OK
 }
 
-pub async fn impact(paths: &Paths, target: Option<&str>, scope: &LineageScope, json: bool) -> u8 {
+pub async fn impact(paths: &Paths, target: Option<&str>, scope: &ScopeArgs, json: bool) -> u8 {
     let c = match compile_for_lineage(paths, json) {
         Ok(c) => c,
         Err(code) => return code,
@@ -206,12 +172,13 @@ pub async fn impact(paths: &Paths, target: Option<&str>, scope: &LineageScope, j
 /// works with `--since` (git); recorded state is not read here.
 fn selected_targets(
     c: &Compilation,
-    scope: &LineageScope,
+    scope: &ScopeArgs,
     json: bool,
 ) -> Result<Option<Vec<Target>>, u8> {
-    let Some(spec) = scope.spec() else {
+    let spec = scope.spec_with(&[]);
+    if spec == SelectorSpec::default() {
         return Ok(None);
-    };
+    }
     match phlo_transform_plan::select(c, &spec, &BTreeSet::new) {
         Ok(selection) => Ok(Some(
             selection

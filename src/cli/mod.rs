@@ -122,7 +122,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: lineage::LineageFormat,
         #[command(flatten)]
-        scope: lineage::LineageScope,
+        scope: selection::ScopeArgs,
     },
     /// What changing a model, source or column reaches: columns, models, tests, workflows.
     Impact {
@@ -130,7 +130,7 @@ pub enum Command {
         target: Option<String>,
         /// Selected models are targets too (`-s changed --since main`: a diff's blast radius).
         #[command(flatten)]
-        scope: lineage::LineageScope,
+        scope: selection::ScopeArgs,
     },
     /// Query the state database: recent runs, one run's nodes, one model's history.
     State {

@@ -96,13 +96,12 @@ pub fn plan(p: &Plan) -> String {
                 Some(a) => phlo_transform_project::freshness::format_age(a),
                 None => "unknown".into(),
             };
-            let status = serde_json::to_value(f.status).expect("serialises");
             let _ = writeln!(
                 out,
                 "  {}\n    age: {age}\n    required: <{}\n    status: {}{}{}",
                 f.source,
                 f.required,
-                status.as_str().unwrap_or("?"),
+                f.status.label(),
                 if f.blocks() {
                     " (policy block: readers are blocked)"
                 } else {

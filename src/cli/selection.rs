@@ -9,6 +9,26 @@ pub struct SelectionArgs {
     /// source:X, changed, all; `+` before/after adds upstream/downstream models.
     #[arg(value_name = "SELECTOR")]
     pub terms: Vec<String>,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    /// Shorthand for the `changed` term: desired version differs from recorded state.
+    #[arg(long)]
+    pub changed: bool,
+    /// Add every upstream model of the matched models.
+    #[arg(long)]
+    pub upstream: bool,
+    /// Add every downstream model of the matched models.
+    #[arg(long)]
+    pub downstream: bool,
+    /// Build the selected models even when unchanged (plan, apply, run).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The selector flags every selecting command shares; `lineage` and `impact`, whose
+/// positional argument is a target, take only these.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ScopeArgs {
     /// Include models (same grammar as the positional terms; repeatable, union).
     #[arg(short = 's', long = "select", value_name = "SELECTOR")]
     pub select: Vec<String>,
@@ -21,21 +41,23 @@ pub struct SelectionArgs {
     /// Keep only models of this workflow, `workflows/<name>/` (repeatable: any of them).
     #[arg(long, value_name = "NAME")]
     pub workflow: Vec<String>,
-    /// Shorthand for the `changed` term: desired version differs from recorded state.
-    #[arg(long)]
-    pub changed: bool,
     /// `changed` compares against merge-base(GIT_REF, HEAD) and the working tree instead.
     #[arg(long, value_name = "GIT_REF")]
     pub since: Option<String>,
-    /// Add every upstream model of the matched models.
-    #[arg(long)]
-    pub upstream: bool,
-    /// Add every downstream model of the matched models.
-    #[arg(long)]
-    pub downstream: bool,
-    /// Build the selected models even when unchanged (plan, apply, run).
-    #[arg(long)]
-    pub force: bool,
+}
+
+impl ScopeArgs {
+    /// The selection these flags ask for, with `terms` prepended to `--select`.
+    pub fn spec_with(&self, terms: &[String]) -> SelectorSpec {
+        SelectorSpec {
+            include: terms.iter().chain(&self.select).cloned().collect(),
+            exclude: self.exclude.clone(),
+            tags: self.tag.clone(),
+            workflows: self.workflow.clone(),
+            since: self.since.clone(),
+            ..SelectorSpec::default()
+        }
+    }
 }
 
 impl SelectionArgs {
@@ -45,19 +67,15 @@ impl SelectionArgs {
     }
 
     pub fn spec(&self) -> SelectorSpec {
-        let mut include: Vec<String> = self.terms.iter().chain(&self.select).cloned().collect();
+        let mut spec = self.scope.spec_with(&self.terms);
         if self.changed {
-            include.push("changed".into());
+            spec.include.push("changed".into());
         }
         SelectorSpec {
-            include,
-            exclude: self.exclude.clone(),
-            tags: self.tag.clone(),
-            workflows: self.workflow.clone(),
             upstream: self.upstream,
             downstream: self.downstream,
-            since: self.since.clone(),
             force: self.force,
+            ..spec
         }
     }
 }

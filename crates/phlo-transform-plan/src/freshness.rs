@@ -16,6 +16,17 @@ pub enum FreshnessStatus {
     Unknown,
 }
 
+impl FreshnessStatus {
+    /// `FRESH`, `STALE`, `UNKNOWN`, as JSON and the plan print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            FreshnessStatus::Fresh => "FRESH",
+            FreshnessStatus::Stale => "STALE",
+            FreshnessStatus::Unknown => "UNKNOWN",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceFreshness {
     pub source: String,
@@ -48,10 +59,11 @@ impl SourceFreshness {
                 self.reason.as_deref().unwrap_or("not measured")
             ),
         };
-        format!("{age}, required < {}: {:?}", self.required, self.status)
-            .replace("Fresh", "FRESH")
-            .replace("Stale", "STALE")
-            .replace("Unknown", "UNKNOWN")
+        format!(
+            "{age}, required < {}: {}",
+            self.required,
+            self.status.label()
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 //! changes.
 
 use datafusion::arrow::datatypes::DataType;
-use phlo_transform_compiler::lineage::{EdgeKind, Target};
+use phlo_transform_compiler::lineage::{column_id, dataset_id, EdgeKind};
 use phlo_transform_compiler::{Column, Compilation};
 use phlo_transform_project::config::SchemaPolicy;
 use phlo_transform_sql::sqlparser::ast::{SelectItem, SetExpr};
@@ -418,32 +418,26 @@ fn widens(a: &DataType, b: &DataType) -> bool {
 /// error when the change broke it) with its line, or a `SELECT *` over the model.
 pub fn downstream_impact(c: &Compilation, model: usize, columns: &[&str]) -> Vec<AffectedModel> {
     let name = c.models[model].name.as_str();
+    let column_nodes: Vec<Option<usize>> = columns
+        .iter()
+        .map(|col| c.lineage.node(&column_id(name, col)))
+        .collect();
     let mut out = Vec::new();
     for reader in c.graph.downstream(model) {
         let m = &c.models[reader];
         let text = &c.workspace.models[reader].text;
+        let reader_dataset = dataset_id(m.name.as_str());
         let mut references = Vec::new();
         if reads_with_star(c, reader, model) {
             references.push(Reference::Star);
         }
-        for &col in columns {
-            let used_in_lineage = c
-                .lineage
-                .resolve(&format!("{name}.{col}"))
-                .ok()
-                .and_then(|t| match t {
-                    Target::Column(n) => Some(n),
-                    Target::Dataset(_) => None,
+        for (&col, node) in columns.iter().zip(&column_nodes) {
+            let used_in_lineage = node.is_some_and(|n| {
+                c.lineage.outgoing(n).any(|e| {
+                    e.kind == EdgeKind::Derives
+                        && c.lineage.nodes[e.to].dataset.as_deref() == Some(reader_dataset.as_str())
                 })
-                .is_some_and(|n| {
-                    c.lineage.outgoing(n).any(|e| {
-                        e.kind == EdgeKind::Derives
-                            && c.lineage.nodes[e.to]
-                                .dataset
-                                .as_deref()
-                                .is_some_and(|d| d == format!("dataset://{}", m.name))
-                    })
-                });
+            });
             // A reader the change broke has no lineage; its error names the column.
             let broken_at = c.diagnostics.iter().find(|d| {
                 d.file.as_deref() == Some(m.path.as_str())

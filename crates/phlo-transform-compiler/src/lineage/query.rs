@@ -120,22 +120,7 @@ impl LineageGraph {
 
     pub fn column_report(&self, column: usize) -> ColumnReport {
         let node = &self.nodes[column];
-        let mut direct = Vec::new();
-        let mut indirect = Vec::new();
-        for e in self
-            .incoming(column)
-            .filter(|e| e.kind == EdgeKind::Derives)
-        {
-            let edge = InputEdge {
-                column: self.nodes[e.from].name.clone(),
-                transformation: e.transformation.unwrap_or(Transformation::Identity),
-                expression: e.expression.as_deref().map(str::to_string),
-            };
-            match e.directness {
-                Some(Directness::Indirect) => indirect.push(edge),
-                _ => direct.push(edge),
-            }
-        }
+        let (direct, indirect) = self.inputs(column);
         ColumnReport {
             column: node.name.clone(),
             data_type: node.data_type.clone(),
@@ -158,13 +143,14 @@ impl LineageGraph {
             .columns_of(dataset)
             .into_iter()
             .map(|c| {
-                let report = self.column_report_shallow(c);
+                let (direct, indirect) = self.inputs(c);
+                let names = |edges: Vec<InputEdge>| edges.into_iter().map(|e| e.column).collect();
                 ModelColumn {
                     name: column_name(&self.nodes[c].name, &node.name),
                     data_type: self.nodes[c].data_type.clone(),
                     confidence: self.nodes[c].confidence.unwrap_or(Confidence::Exact),
-                    direct: report.0,
-                    indirect: report.1,
+                    direct: names(direct),
+                    indirect: names(indirect),
                 }
             })
             .collect();
@@ -319,17 +305,22 @@ impl LineageGraph {
         keep
     }
 
-    fn column_report_shallow(&self, column: usize) -> (Vec<String>, Vec<String>) {
+    /// The derives edges into `column`, direct inputs apart from indirect ones.
+    fn inputs(&self, column: usize) -> (Vec<InputEdge>, Vec<InputEdge>) {
         let mut direct = Vec::new();
         let mut indirect = Vec::new();
         for e in self
             .incoming(column)
             .filter(|e| e.kind == EdgeKind::Derives)
         {
-            let name = self.nodes[e.from].name.clone();
+            let edge = InputEdge {
+                column: self.nodes[e.from].name.clone(),
+                transformation: e.transformation.unwrap_or(Transformation::Identity),
+                expression: e.expression.as_deref().map(str::to_string),
+            };
             match e.directness {
-                Some(Directness::Indirect) => indirect.push(name),
-                _ => direct.push(name),
+                Some(Directness::Indirect) => indirect.push(edge),
+                _ => direct.push(edge),
             }
         }
         (direct, indirect)
