@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The README's test command. On a bare machine of the project's kind (Debian 12, root, Rust
+# present, package registries reachable) it installs what the tests need, then runs the whole
+# suite; on a prepared machine every install step finds its work done and costs a second.
+#
+#   scripts/test.sh                 # set up, then cargo test --workspace --lib --bins --tests
+#   scripts/test.sh -p <crate> ...  # set up, then cargo test --locked --no-fail-fast <args>
+#   scripts/test.sh --setup-only    # set up only
+#
+# Cargo runs with --no-fail-fast: a failing test binary does not stop the others, so one run
+# reports every failure; the script exits non-zero if any test failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "== $*"; }
+die() { echo "error: $*" >&2; exit 1; }
+
+# Debian package lists are refreshed once per run, and only when something must be installed.
+apt_updated=
+apt_install() {
+    if [ -z "$apt_updated" ]; then
+        apt-get update -qq
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Cargo's target directory lives in a cache under $HOME (unless the caller chose one), so a
+# second run rebuilds only what changed.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/phlo-transform/target}"
+
+# --- Rust and a C compiler --------------------------------------------------------------------
+command -v cargo >/dev/null 2>&1 || die "cargo is not installed (the machine's Rust toolchain is expected)"
+# cc builds the bundled SQLite of the state store and the C parts of a few dependencies.
+if ! command -v cc >/dev/null 2>&1; then
+    log "installing a C compiler (gcc)"
+    apt_install gcc libc6-dev
+fi
+
+# --- Python readers -----------------------------------------------------------------------------
+# tests/lakehouse.rs and tests/python/ write and read Delta and Iceberg tables with these
+# independent Python libraries; the versions are pinned so their output does not drift.
+PYTHON_READERS=("deltalake==1.6.6" "pyiceberg==0.12.0" "pyarrow==26.0.1")
+python_readers_present() {
+    python3 - "${PYTHON_READERS[@]}" <<'EOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, wanted = pin.split("==")
+    try:
+        if version(name) != wanted:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+import pyiceberg.catalog.sql  # the sql-sqlite extra: SQLAlchemy
+EOF
+}
+command -v python3 >/dev/null 2>&1 || { log "installing python3"; apt_install python3 python3-pip; }
+if ! python_readers_present 2>/dev/null; then
+    log "installing the Python readers: ${PYTHON_READERS[*]}"
+    python3 -m pip install --quiet --disable-pip-version-check \
+        "deltalake==1.6.6" "pyiceberg[sql-sqlite,pyarrow]==0.12.0" "pyarrow==26.0.1"
+fi
+
+# --- PostgreSQL -------------------------------------------------------------------------------------
+# The state-store suite and tests/state.rs create a fresh database per test through
+# PHLO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres, trust
+# authentication). A test that cannot reach it fails, so it must answer before cargo runs.
+PG_DEFAULT_URL="postgres://postgres@127.0.0.1:5432/postgres"
+PG_URL="${PHLO_TEST_POSTGRES_URL:-$PG_DEFAULT_URL}"
+PG_TRUST="host all all 127.0.0.1/32 trust"
+
+# Answers a query without a password (psql -w never prompts).
+pg_answers() { command -v psql >/dev/null 2>&1 && PGCONNECT_TIMEOUT=3 psql -w -Atq "$PG_URL" -c 'select 1' >/dev/null 2>&1; }
+pg_wait() {
+    for _ in $(seq 1 30); do pg_answers && return 0; sleep 1; done
+    return 1
+}
+# Debian keeps each cluster's configuration in /etc/postgresql/<version>/<name>.
+pg_clusters() { ls -d /etc/postgresql/*/*/ 2>/dev/null | sed 's:/$::' || true; }
+
+# Loopback trust must be the FIRST rule of pg_hba.conf: PostgreSQL takes the first rule that
+# matches, and Debian's default file asks for scram passwords over TCP. A machine where
+# PostgreSQL was installed before this script ran has that default, so the rule is added (or
+# moved to the top) whether or not this script installed the server. Prints the files changed.
+pg_trust_loopback() {
+    local cluster hba
+    for cluster in $(pg_clusters); do
+        hba="$cluster/pg_hba.conf"
+        [ -f "$hba" ] || continue
+        if [ "$(head -n 1 "$hba")" != "$PG_TRUST" ]; then
+            grep -vxF "$PG_TRUST" "$hba" >"$hba.phlo-tmp" || true
+            { echo "$PG_TRUST"; cat "$hba.phlo-tmp"; } >"$hba"
+            rm -f "$hba.phlo-tmp"
+            echo "$cluster"
+        fi
+    done
+}
+
+# Starts every cluster that is down and reloads the ones whose rules changed.
+pg_start() {
+    local cluster version name changed
+    changed="$(pg_trust_loopback)"
+    for cluster in $(pg_clusters); do
+        version="$(basename "$(dirname "$cluster")")"
+        name="$(basename "$cluster")"
+        if pg_ctlcluster "$version" "$name" status >/dev/null 2>&1; then
+            case "$changed" in *"$cluster"*) pg_ctlcluster "$version" "$name" reload ;; esac
+        else
+            pg_ctlcluster --skip-systemctl-redirect "$version" "$name" start
+        fi
+    done
+    pg_wait
+}
+
+if [ "$PG_URL" != "$PG_DEFAULT_URL" ]; then
+    # Someone else's server: nothing on this machine to install or start.
+    pg_answers || die "PostgreSQL does not answer at PHLO_TEST_POSTGRES_URL ($PG_URL)"
+elif ! pg_answers; then
+    if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(pg_clusters)" ]; then
+        log "installing PostgreSQL (Debian package)"
+        apt_install postgresql
+        if [ -z "$(pg_clusters)" ]; then
+            pg_createcluster "$(ls /usr/lib/postgresql | sort -V | tail -n 1)" main >/dev/null
+        fi
+    fi
+    # Installed but down, or up but asking for a password: trust loopback, start, reload.
+    log "starting PostgreSQL with trust authentication on 127.0.0.1"
+    pg_start || die "PostgreSQL could not be started at $PG_URL"
+fi
+log "PostgreSQL: $(psql -w -Atq "$PG_URL" -c 'show server_version')"
+
+# --- Further engines and services ----------------------------------------------------------------
+# Each engine or service a test needs has its own idempotent script, called here, one line
+# each. A script that must hand variables to the tests (a library path, a port) appends
+# NAME=value lines to the file named by $PHLO_TEST_ENV (as GitHub Actions' $GITHUB_ENV); they
+# are exported before cargo runs.
+PHLO_TEST_ENV="$(mktemp)"
+export PHLO_TEST_ENV
+setup_step() {
+    log "setup: $1"
+    bash "$@" || die "$1 failed"
+}
+# >>> engine and service setup steps (add yours here) >>>
+# setup_step scripts/duckdb.sh      # prebuilt libduckdb for the DuckDB adapter (adapters)
+# setup_step scripts/services.sh    # Trino + Nessie (trino)
+# <<< engine and service setup steps <<<
+while IFS= read -r line; do
+    [ -n "$line" ] && export "${line?}"
+done <"$PHLO_TEST_ENV"
+rm -f "$PHLO_TEST_ENV"
+unset PHLO_TEST_ENV
+
+if [ "${1:-}" = "--setup-only" ]; then
+    log "setup done"
+    exit 0
+fi
+
+# --- The tests -------------------------------------------------------------------------------------
+log "$(rustc --version), $(cargo --version)"
+log "$(python3 --version), target dir $CARGO_TARGET_DIR"
+if [ "$#" -eq 0 ]; then
+    set -- --workspace --lib --bins --tests
+fi
+exec cargo test --locked --no-fail-fast "$@"
