@@ -58,7 +58,7 @@ EOF
 command -v python3 >/dev/null 2>&1 || { log "installing python3"; apt_install python3 python3-pip; }
 if ! python_readers_present 2>/dev/null; then
     log "installing the Python readers: ${PYTHON_READERS[*]}"
-    python3 -m pip install --quiet --disable-pip-version-check \
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
         "deltalake==1.6.6" "pyiceberg[sql-sqlite,pyarrow]==0.12.0" "pyarrow==26.0.1"
 fi
 
