@@ -47,14 +47,19 @@ die() { say "error: $*"; exit 1; }
 
 # --- downloads (once) -------------------------------------------------------------------------
 
+# Debian packages the script itself uses (curl, unzip, psql, mvn), installed when missing.
+need() { # <command> <debian package>
+    command -v "$1" >/dev/null 2>&1 && return 0
+    say "installing $2 (apt-get) for $1"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; } ||
+        die "$1 is missing and $2 could not be installed"
+}
+
 # mvn dependency:copy of one artifact into $DOWNLOADS, unless it is there already.
 fetch_artifact() { # <groupId:artifactId:version:type[:classifier]> <file name>
     local coords="$1" file="$2"
     [ -s "$DOWNLOADS/$file" ] && return 0
-    command -v mvn >/dev/null 2>&1 || {
-        say "Maven is missing; installing it (apt-get)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
-    }
+    need mvn maven
     mkdir -p "$DOWNLOADS"
     say "downloading $coords from Maven Central"
     mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$coords" -DoutputDirectory="$DOWNLOADS.partial" \
@@ -84,6 +89,7 @@ install_trino() {
         for plugin in "${TRINO_PLUGINS[@]}"; do
             fetch_artifact "io.trino:trino-$plugin:$TRINO_VERSION:zip" "trino-$plugin-$TRINO_VERSION.zip"
         done
+        need unzip unzip
         say "installing Trino $TRINO_VERSION into $home"
         rm -rf "$home" "$home.partial" && mkdir -p "$home.partial"
         tar xzf "$DOWNLOADS/trino-server-core-$TRINO_VERSION.tar.gz" -C "$home.partial" --strip-components=1
@@ -156,7 +162,7 @@ start_nessie() {
 
 # The views catalog's tables in PostgreSQL (Trino's jdbc catalog expects them to exist), empty.
 reset_views_catalog() {
-    command -v psql >/dev/null 2>&1 || die "psql is needed to prepare the views catalog in PostgreSQL"
+    need psql postgresql-client
     psql -q "$VIEWS_POSTGRES/postgres" -c "DROP DATABASE IF EXISTS $VIEWS_DATABASE WITH (FORCE)" \
         -c "CREATE DATABASE $VIEWS_DATABASE" >/dev/null ||
         die "PostgreSQL at $VIEWS_POSTGRES is needed for the views catalog"
@@ -272,6 +278,7 @@ status() { # <service>
 
 # --- command line -----------------------------------------------------------------------------
 
+need curl curl
 command="${1:-}"
 [ $# -gt 0 ] && shift
 services=("$@")
@@ -288,6 +295,11 @@ up)
         [[ " ${services[*]} " == *" $service "* ]] && "start_$service"
     done
     for service in "${services[@]}"; do status "$service"; done
+    # scripts/test.sh hands these to the tests (tests/trino.rs reads them; defaults match).
+    if [ -n "${PHLO_TEST_ENV:-}" ]; then
+        echo "PHLO_TEST_TRINO_URL=http://127.0.0.1:$TRINO_PORT" >>"$PHLO_TEST_ENV"
+        echo "PHLO_TEST_NESSIE_URL=http://127.0.0.1:$NESSIE_PORT/api/v2" >>"$PHLO_TEST_ENV"
+    fi
     ;;
 down)
     for service in trino nessie; do

@@ -143,7 +143,7 @@ setup_step() {
 }
 # >>> engine and service setup steps (add yours here) >>>
 # setup_step scripts/duckdb.sh      # prebuilt libduckdb for the DuckDB adapter (adapters)
-# setup_step scripts/services.sh    # Trino + Nessie (trino)
+setup_step scripts/services.sh up # Trino + Nessie for tests/trino*.rs (trino)
 # <<< engine and service setup steps <<<
 while IFS= read -r line; do
     [ -n "$line" ] && export "${line?}"
