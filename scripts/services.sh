@@ -11,7 +11,8 @@
 #   PHLO_TRINO_HEAP (1536M), PHLO_NESSIE_HEAP (384M), PHLO_TRINO_JAVA (a Java 24+ `java`, for both servers),
 #   PHLO_SERVICES_CACHE (~/.cache/phlo-transform: downloads and installs),
 #   PHLO_SERVICES_DIR ($PHLO_SERVICES_CACHE/services: configuration, data, logs, pids),
-#   PHLO_VIEWS_POSTGRES (postgres://postgres@127.0.0.1:5432; see "Catalogs" below).
+#   PHLO_VIEWS_POSTGRES (postgres://postgres@127.0.0.1:5432) and PHLO_VIEWS_DATABASE
+#   (phlo_trino_views): where the views catalog keeps its tables; see "Catalogs" below.
 #
 # Catalogs Trino serves:
 #   iceberg  Iceberg tables, catalog on Nessie (branch main), data files on the local file system
@@ -39,7 +40,7 @@ NESSIE_MANAGEMENT_PORT="${PHLO_NESSIE_MANAGEMENT_PORT:-19121}"
 TRINO_HEAP="${PHLO_TRINO_HEAP:-1536M}"
 NESSIE_HEAP="${PHLO_NESSIE_HEAP:-384M}"
 VIEWS_POSTGRES="${PHLO_VIEWS_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
-VIEWS_DATABASE=phlo_trino_views
+VIEWS_DATABASE="${PHLO_VIEWS_DATABASE:-phlo_trino_views}"
 READY_TIMEOUT="${PHLO_SERVICES_TIMEOUT:-240}"
 
 say() { echo "services: $*" >&2; }
@@ -62,8 +63,10 @@ fetch_artifact() { # <groupId:artifactId:version:type[:classifier]> <file name>
     need mvn maven
     mkdir -p "$DOWNLOADS"
     say "downloading $coords from Maven Central"
-    mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$coords" -DoutputDirectory="$DOWNLOADS.partial" \
-        -Dmdep.overWriteReleases=true >&2 || die "could not download $coords"
+    mvn -B -Dstyle.color=never dependency:copy -Dartifact="$coords" -DoutputDirectory="$DOWNLOADS.partial" \
+        -Dmdep.overWriteReleases=true >"$DOWNLOADS/maven.log" 2>&1 ||
+        die "could not download $coords; Maven said:
+$(tail -n 30 "$DOWNLOADS/maven.log")"
     mv "$DOWNLOADS.partial/$file" "$DOWNLOADS/$file"
 }
 
@@ -241,7 +244,7 @@ start_trino() {
             -XX:ReservedCodeCacheSize=256M -XX:PerMethodRecompilationCutoff=10000 \
             -XX:PerBytecodeRecompilationCutoff=10000 -Djdk.attach.allowAttachSelf=true \
             -Djdk.nio.maxCachedBufferSize=2000000 -Dfile.encoding=UTF-8 -XX:+EnableDynamicAgentLoading \
-            --enable-native-access=ALL-UNNAMED \
+            --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
             -Dnode.environment=phlo -Dnode.id=phlo-single-node -Dnode.data-dir="$RUN_DIR/trino-data" \
             -Dconfig="$RUN_DIR/trino-etc/config.properties" \
             -Dcatalog.config-dir="$RUN_DIR/trino-etc/catalog" \
@@ -299,6 +302,7 @@ up)
     if [ -n "${PHLO_TEST_ENV:-}" ]; then
         echo "PHLO_TEST_TRINO_URL=http://127.0.0.1:$TRINO_PORT" >>"$PHLO_TEST_ENV"
         echo "PHLO_TEST_NESSIE_URL=http://127.0.0.1:$NESSIE_PORT/api/v2" >>"$PHLO_TEST_ENV"
+        echo "PHLO_TEST_ICEBERG_LOCAL_ROOT=$RUN_DIR/warehouse" >>"$PHLO_TEST_ENV"
     fi
     ;;
 down)
