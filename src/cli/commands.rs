@@ -102,7 +102,7 @@ fn print_check_json(c: &Compilation) {
 }
 
 /// Compiles, prints diagnostics, and returns the compilation if it has no errors.
-fn compile_or_report(paths: &Paths, json: bool) -> Result<&'static Compilation, u8> {
+pub(super) fn compile_or_report(paths: &Paths, json: bool) -> Result<&'static Compilation, u8> {
     let c = compile(paths).map_err(|d| fatal(d, json))?;
     if c.has_errors() {
         if json {

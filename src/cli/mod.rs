@@ -1,6 +1,7 @@
 //! Argument parsing and the shared steps every command takes (load, compile, open state).
 
 mod commands;
+mod diff;
 mod execute;
 mod explain;
 mod lineage;
@@ -137,6 +138,12 @@ pub enum Command {
         #[command(subcommand)]
         command: state::StateCommand,
     },
+    /// Compare a model's data: its workspace definition against its last materialisation
+    /// (or any two sides with --from/--to); exit 1 when the model's diff policy is violated.
+    Diff {
+        #[command(flatten)]
+        args: diff::DiffCliArgs,
+    },
     /// Remove the local warehouse and artifacts (and with --state, the state database).
     Clean {
         /// Also remove the state database.
@@ -233,6 +240,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             lineage::impact(&paths, target.as_deref(), &scope, json).await
         }
         Command::State { command } => state::dispatch(&paths, command, json).await,
+        Command::Diff { args } => diff::diff(&paths, &args, json).await,
         Command::Clean { all } => commands::clean(&paths, all, json),
     }
 }

@@ -3,6 +3,7 @@
 mod delta;
 mod freshness;
 pub mod local;
+pub mod snapshot;
 pub mod trino;
 
 use async_trait::async_trait;

@@ -121,7 +121,12 @@ impl LocalEngine {
         }
     }
 
-    fn table_path(&self, model: &str) -> PathBuf {
+    /// The session every source and existing model relation is registered in.
+    pub fn session(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    pub(crate) fn table_path(&self, model: &str) -> PathBuf {
         self.warehouse.join(model)
     }
 

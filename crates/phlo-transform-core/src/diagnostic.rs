@@ -99,6 +99,30 @@ pub mod codes {
     // TEST
     pub const TEST_FAILED: Code = Code("X001");
     pub const TEST_ERROR: Code = Code("X002");
+    // DIFF
+    /// A diff side names no recorded version, Delta version or timestamp that exists.
+    pub const DIFF_UNKNOWN_SIDE: Code = Code("D001");
+    /// A key (or mapped) column is missing on one side.
+    pub const DIFF_KEY_MISSING: Code = Code("D002");
+    /// A compared column's types on the two sides have no common type.
+    pub const DIFF_INCOMPATIBLE_TYPES: Code = Code("D003");
+    /// A side could not be read (missing table, unreadable files, query failure).
+    pub const DIFF_UNREADABLE_SIDE: Code = Code("D004");
+    /// Rows share a key on one side: reported with counts and samples, never collapsed.
+    pub const DIFF_DUPLICATE_KEYS: Code = Code("D005");
+    /// Invalid diff options or `[model."x".diff]` settings.
+    pub const DIFF_INVALID_OPTION: Code = Code("D006");
+    /// Policy: more removed rows than `max_removed_rows`.
+    pub const DIFF_TOO_MANY_REMOVED: Code = Code("D010");
+    /// Policy: more added rows than `max_added_rows`.
+    pub const DIFF_TOO_MANY_ADDED: Code = Code("D011");
+    /// Policy: a larger fraction of changed rows than `max_changed_fraction`.
+    pub const DIFF_TOO_MANY_CHANGED: Code = Code("D012");
+    /// Policy: a row threshold could not be measured (keyless, sampled, duplicate keys,
+    /// aggregate-only): it fails rather than passing on unmeasured zeros (SPEC §54).
+    pub const DIFF_UNMEASURED: Code = Code("D013");
+    /// Policy: a column changed more values than its `max_changed_values`.
+    pub const DIFF_COLUMN_CHANGED: Code = Code("D014");
     // STATE
     pub const STATE_UNAVAILABLE: Code = Code("Y001");
     pub const STATE_WRITE_FAILED: Code = Code("Y002");

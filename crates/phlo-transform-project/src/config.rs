@@ -89,6 +89,31 @@ pub struct ModelSection {
     /// `new_name = "old_name"`: a column renamed, so diffs classify it as a named rename.
     #[serde(default)]
     pub renames: BTreeMap<String, String>,
+    /// `[model."x".diff]`: what `diff` accepts as a difference (SPEC §54).
+    pub diff: Option<DiffSection>,
+}
+
+/// `[model."x".diff]`: thresholds a data diff of the model must stay within.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffSection {
+    pub max_removed_rows: Option<u64>,
+    pub max_added_rows: Option<u64>,
+    /// Largest allowed (added + removed + modified) / base rows.
+    pub max_changed_fraction: Option<f64>,
+    /// `[model."x".diff.columns.c]`.
+    #[serde(default)]
+    pub columns: BTreeMap<String, DiffColumnSection>,
+}
+
+/// `[model."x".diff.columns.c]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffColumnSection {
+    /// Values within this absolute difference are equal (numeric columns).
+    pub tolerance: Option<f64>,
+    /// Largest allowed number of changed values in the column.
+    pub max_changed_values: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

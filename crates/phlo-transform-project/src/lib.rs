@@ -10,7 +10,7 @@ pub mod maintenance;
 pub mod sources;
 mod toml_error;
 
-pub use config::{RootConfig, WorkspaceConfig};
+pub use config::{DiffColumnSection, DiffSection, RootConfig, WorkspaceConfig};
 pub use directives::{
     strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,
 };

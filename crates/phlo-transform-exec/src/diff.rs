@@ -1,0 +1,467 @@
+//! `diff <model>`: resolves the two sides on the local engine, the key and the model's diff
+//! policy, then runs the data diff (`phlo_transform_diff`).
+//!
+//! Sides (`--from` is the base, `--to` the candidate):
+//! - `workspace` (default candidate): the model's SQL as the workspace defines it now,
+//!   executed by the local engine over the upstream relations as materialised. It is
+//!   streamed into the comparison and written nowhere: the warehouse is only read.
+//! - `materialized` (default base): the model's relation as last materialised.
+//! - `delta:<n>` / `delta:<RFC 3339 timestamp>`: the model's Delta table at that version
+//!   or time (Delta time travel).
+//! - `<model version>` (a prefix of at least 6 hex digits): the Delta version whose
+//!   commit recorded that model version (`phlo.model_version`).
+
+use datafusion::prelude::DataFrame;
+use phlo_transform_adapter::snapshot::{DeltaAt, TableVersion};
+use phlo_transform_adapter::LocalEngine;
+use phlo_transform_compiler::resolve::Target;
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_diff::{
+    DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, SideInput, Strategy,
+};
+use phlo_transform_project::{DiffSection, Materialization};
+use std::path::PathBuf;
+
+/// What `diff` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct DiffArgs {
+    pub model: String,
+    /// Base side (default `materialized`).
+    pub from: Option<String>,
+    /// Candidate side (default `workspace`).
+    pub to: Option<String>,
+    /// `--key`; empty: the model's `@key`, else the plan's grain.
+    pub key: Vec<String>,
+    /// `None`: chosen by size and key.
+    pub strategy: Option<Strategy>,
+    pub options: DiffOptions,
+    pub output: Option<PathBuf>,
+}
+
+/// A parsed side.
+#[derive(Clone, Debug, PartialEq)]
+enum SideSpec {
+    Workspace,
+    Materialized,
+    Delta(DeltaAt),
+    Recorded(String),
+}
+
+fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
+    let t = text.trim();
+    if t == "workspace" || t == "current" {
+        return Ok(SideSpec::Workspace);
+    }
+    if t == "materialized" || t == "materialised" || t == "last" {
+        return Ok(SideSpec::Materialized);
+    }
+    if let Some(at) = t.strip_prefix("delta:") {
+        return Ok(SideSpec::Delta(match at.parse::<u64>() {
+            Ok(v) => DeltaAt::Version(v),
+            _ if chrono::DateTime::parse_from_rfc3339(at).is_ok() => {
+                DeltaAt::Timestamp(at.to_string())
+            }
+            _ => {
+                return Err(Diagnostic::error(
+                    codes::DIFF_UNKNOWN_SIDE,
+                    format!("`{t}` is neither a Delta version nor an RFC 3339 timestamp"),
+                )
+                .with_help("write delta:3 or delta:2026-11-30T20:00:00Z"))
+            }
+        }));
+    }
+    if t.len() >= 6 && t.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(SideSpec::Recorded(t.to_ascii_lowercase()));
+    }
+    Err(Diagnostic::error(
+        codes::DIFF_UNKNOWN_SIDE,
+        format!("`{t}` names no diff side"),
+    )
+    .with_help(
+        "a side is `workspace`, `materialized`, `delta:<version>`, `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits); Iceberg snapshots, adapter targets and environments are not supported yet",
+    ))
+}
+
+fn unreadable(model: &str, what: &str, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(
+        codes::DIFF_UNREADABLE_SIDE,
+        format!("{what} of `{model}` cannot be read: {e}"),
+    )
+    .with_help(format!(
+        "`phlo-transform run -s {model}` builds the model and its upstream models"
+    ))
+}
+
+/// The model's `[model."x".diff]` section (same matching as contracts: full name, a
+/// unique suffix, or the name with `_` for `.`).
+fn policy_section<'a>(c: &'a Compilation, model: &str) -> Option<&'a DiffSection> {
+    c.workspace
+        .config
+        .model
+        .iter()
+        .filter(|(key, _)| {
+            model == key.as_str()
+                || model.ends_with(&format!(".{key}"))
+                || model.replace('.', "_") == **key
+        })
+        .find_map(|(_, s)| s.diff.as_ref())
+}
+
+/// The model's Delta table at `at`, and the version read.
+async fn delta_frame(
+    engine: &LocalEngine,
+    name: &str,
+    at: DeltaAt,
+    label: &str,
+) -> Result<(DataFrame, u64), Diagnostic> {
+    if !engine.has_table(name) {
+        return Err(Diagnostic::error(
+            codes::DIFF_UNKNOWN_SIDE,
+            format!("`{name}` has no Delta table to read {label} from"),
+        )
+        .with_help(format!(
+            "only `@table` and `@incremental` models keep versions; `phlo-transform run -s {name}` builds it"
+        )));
+    }
+    if let DeltaAt::Timestamp(ts) = &at {
+        let wanted = chrono::DateTime::parse_from_rfc3339(ts)
+            .map(|t| t.timestamp_millis())
+            .unwrap_or(i64::MIN);
+        let first = engine
+            .table_versions(name)
+            .ok()
+            .and_then(|vs| vs.first().and_then(|v| v.timestamp));
+        if let Some(first) = first.filter(|first| wanted < *first) {
+            let created = chrono::DateTime::from_timestamp_millis(first)
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default();
+            return Err(Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("`{name}` did not exist at {ts}: its first commit is from {created}"),
+            )
+            .with_help("pick a time after the table was created, or a delta:<version>"));
+        }
+    }
+    let (provider, version) = engine.table_at(name, &at).await.map_err(|e| {
+        Diagnostic::error(codes::DIFF_UNKNOWN_SIDE, e.message).with_help(format!(
+            "the table's log lists its versions: {}",
+            engine
+                .table_versions(name)
+                .map(|vs| vs
+                    .iter()
+                    .map(|v| format!("delta:{}", v.delta_version))
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        ))
+    })?;
+    let df = engine
+        .session()
+        .read_table(provider)
+        .map_err(|e| unreadable(name, "the table", e.strip_backtrace()))?;
+    Ok((df, version))
+}
+
+async fn side_frame(
+    c: &Compilation,
+    engine: &LocalEngine,
+    index: usize,
+    spec: &SideSpec,
+) -> Result<(DataFrame, String), Diagnostic> {
+    let m = &c.models[index];
+    let name = m.name.as_str();
+    let ctx = engine.session();
+    match spec {
+        SideSpec::Workspace => {
+            let physical = |t: &Target| match t {
+                Target::Model(i) => c.models[*i].name.as_str().to_string(),
+                Target::Source(s) => s.clone(),
+            };
+            let query = c.executable_query(index, &physical).ok_or_else(|| {
+                Diagnostic::error(
+                    codes::DIFF_UNREADABLE_SIDE,
+                    format!("`{name}` has no executable SQL (it, or a model upstream, does not compile)"),
+                )
+                .with_help("`phlo-transform check` shows the errors")
+            })?;
+            let df = ctx
+                .sql(&query.to_string())
+                .await
+                .map_err(|e| unreadable(name, "the workspace definition", e.strip_backtrace()))?;
+            Ok((
+                df,
+                format!(
+                    "{name} as the workspace defines it, over the materialised upstream relations"
+                ),
+            ))
+        }
+        SideSpec::Materialized => match m.materialization {
+            Materialization::Ephemeral => Err(Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("`{name}` is ephemeral: it is never materialised"),
+            )
+            .with_help(
+                "diff a model downstream of it, or compare two workspace states with --from/--to",
+            )),
+            Materialization::View => {
+                let df = ctx.table(name).await.map_err(|_| {
+                    unreadable(name, "the materialised view", "it has not been built")
+                })?;
+                Ok((df, format!("{name} as last materialised (view)")))
+            }
+            Materialization::Table | Materialization::Incremental => {
+                if !engine.has_table(name) {
+                    return Err(unreadable(
+                        name,
+                        "the materialised table",
+                        "it has not been built",
+                    ));
+                }
+                let (df, version) =
+                    delta_frame(engine, name, DeltaAt::Latest, "its last materialisation").await?;
+                let recorded = engine
+                    .table_versions(name)
+                    .ok()
+                    .and_then(|vs| vs.into_iter().rev().find_map(|v| v.model_version))
+                    .map(|v| format!(", model version {}", short(&v)))
+                    .unwrap_or_default();
+                Ok((
+                    df,
+                    format!("{name} as last materialised (Delta version {version}{recorded})"),
+                ))
+            }
+        },
+        SideSpec::Delta(at) => {
+            let label = match at {
+                DeltaAt::Version(v) => format!("Delta version {v}"),
+                DeltaAt::Timestamp(t) => format!("Delta as of {t}"),
+                DeltaAt::Latest => "the latest Delta version".into(),
+            };
+            let (df, version) = delta_frame(engine, name, at.clone(), &label).await?;
+            let description = match at {
+                DeltaAt::Timestamp(_) => format!("{name} at {label} (Delta version {version})"),
+                _ => format!("{name} at {label}"),
+            };
+            Ok((df, description))
+        }
+        SideSpec::Recorded(prefix) => {
+            let versions: Vec<TableVersion> = if engine.has_table(name) {
+                engine
+                    .table_versions(name)
+                    .map_err(|e| unreadable(name, "the table log", e.message))?
+            } else {
+                Vec::new()
+            };
+            let matching: Vec<&TableVersion> = versions
+                .iter()
+                .filter(|v| {
+                    v.model_version
+                        .as_deref()
+                        .is_some_and(|mv| mv.starts_with(prefix))
+                })
+                .collect();
+            let distinct: std::collections::BTreeSet<&str> = matching
+                .iter()
+                .filter_map(|v| v.model_version.as_deref())
+                .collect();
+            let recorded = || {
+                versions
+                    .iter()
+                    .rev()
+                    .filter_map(|v| {
+                        v.model_version
+                            .as_ref()
+                            .map(|mv| format!("{} (delta:{})", short(mv), v.delta_version))
+                    })
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            match distinct.len() {
+                0 => Err(Diagnostic::error(
+                    codes::DIFF_UNKNOWN_SIDE,
+                    format!("`{name}` has no recorded version starting with `{prefix}`"),
+                )
+                .with_help(if versions.iter().any(|v| v.model_version.is_some()) {
+                    format!("recorded versions, newest first: {}", recorded())
+                } else {
+                    format!("`{name}` has no recorded table versions; `phlo-transform run -s {name}` builds it")
+                })),
+                1 => {
+                    // The newest commit that wrote this model version.
+                    let v = matching.last().expect("one match");
+                    let (df, _) = delta_frame(engine, name, DeltaAt::Version(v.delta_version), "a recorded version").await?;
+                    Ok((
+                        df,
+                        format!(
+                            "{name} at model version {} (Delta version {})",
+                            short(v.model_version.as_deref().unwrap_or_default()),
+                            v.delta_version
+                        ),
+                    ))
+                }
+                _ => Err(Diagnostic::error(
+                    codes::DIFF_UNKNOWN_SIDE,
+                    format!("`{prefix}` matches several recorded versions of `{name}`"),
+                )
+                .with_suggestions(distinct.iter().map(|s| s.to_string()).collect())
+                .with_help("give more digits of the version")),
+            }
+        }
+    }
+}
+
+fn short(version: &str) -> &str {
+    &version[..version.len().min(12)]
+}
+
+/// Runs `diff` for one model on the local engine.
+pub async fn diff_model(
+    c: &Compilation,
+    engine: &LocalEngine,
+    args: DiffArgs,
+) -> Result<DiffReport, Diagnostic> {
+    let index = c.model_index(&args.model).ok_or_else(|| {
+        let names = c.models.iter().map(|m| m.name.as_str());
+        Diagnostic::error(
+            codes::UNKNOWN_MODEL,
+            format!("no model named `{}`", args.model),
+        )
+        .with_suggestions(phlo_transform_core::did_you_mean(&args.model, names))
+        .with_help("`phlo-transform list` shows every model")
+    })?;
+    let model = c.models[index].name.as_str().to_string();
+    let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
+    let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
+    let (base, base_description) = side_frame(c, engine, index, &base_spec).await?;
+    let (candidate, cand_description) = side_frame(c, engine, index, &cand_spec).await?;
+    let key = if !args.key.is_empty() {
+        KeyChoice {
+            columns: args.key.clone(),
+            source: KeySource::Option,
+            from: None,
+        }
+    } else if !c.config(index).key.value.is_empty() {
+        KeyChoice {
+            columns: c.config(index).key.value.clone(),
+            source: KeySource::Model,
+            from: None,
+        }
+    } else if let Some(k) = c.models[index]
+        .plan
+        .as_deref()
+        .and_then(phlo_transform_diff::infer_key)
+    {
+        KeyChoice {
+            columns: k.columns,
+            source: KeySource::Inferred,
+            from: Some(k.from.to_string()),
+        }
+    } else {
+        KeyChoice {
+            columns: Vec::new(),
+            source: KeySource::None,
+            from: None,
+        }
+    };
+    let mut options = args.options.clone();
+    let mut policy = DiffPolicy::default();
+    if let Some(section) = policy_section(c, &model) {
+        policy.max_removed_rows = section.max_removed_rows;
+        policy.max_added_rows = section.max_added_rows;
+        policy.max_changed_fraction = section.max_changed_fraction;
+        for (column, col) in &section.columns {
+            if let Some(t) = col.tolerance {
+                if t.is_nan() || t < 0.0 {
+                    return Err(Diagnostic::error(
+                        codes::DIFF_INVALID_OPTION,
+                        format!(
+                            "[model.\"{model}\".diff.columns.{column}] tolerance = {t} is negative"
+                        ),
+                    )
+                    .with_help("a tolerance is an absolute difference, 0 or more"));
+                }
+                options.tolerances.entry(column.clone()).or_insert(t);
+            }
+            if let Some(max) = col.max_changed_values {
+                policy.max_changed_values.insert(column.clone(), max);
+            }
+        }
+        if let Some(f) = section
+            .max_changed_fraction
+            .filter(|f| !(0.0..=1.0).contains(f))
+        {
+            return Err(Diagnostic::error(
+                codes::DIFF_INVALID_OPTION,
+                format!(
+                    "[model.\"{model}\".diff] max_changed_fraction = {f} is not between 0 and 1"
+                ),
+            )
+            .with_help("write e.g. max_changed_fraction = 0.05 for 5%"));
+        }
+    }
+    // The workspace side is a query: its declared guarantees stand for what its table would
+    // enforce, as the materialised side's table does.
+    let config = c.config(index);
+    let declared = |spec: &SideSpec| match spec {
+        SideSpec::Workspace => config
+            .key
+            .value
+            .iter()
+            .chain(&config.not_null.value)
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    phlo_transform_diff::diff(DiffRequest {
+        model,
+        base: SideInput {
+            description: base_description,
+            frame: base,
+            not_null: declared(&base_spec),
+        },
+        candidate: SideInput {
+            description: cand_description,
+            frame: candidate,
+            not_null: declared(&cand_spec),
+        },
+        key,
+        strategy: args.strategy,
+        options,
+        policy,
+        output: args.output,
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sides_parse() {
+        assert_eq!(parse_side("workspace").unwrap(), SideSpec::Workspace);
+        assert_eq!(parse_side("materialized").unwrap(), SideSpec::Materialized);
+        assert_eq!(
+            parse_side("delta:3").unwrap(),
+            SideSpec::Delta(DeltaAt::Version(3))
+        );
+        assert_eq!(
+            parse_side("delta:2026-11-30T20:00:00Z").unwrap(),
+            SideSpec::Delta(DeltaAt::Timestamp("2026-11-30T20:00:00Z".into()))
+        );
+        assert_eq!(
+            parse_side("ABCDEF12").unwrap(),
+            SideSpec::Recorded("abcdef12".into())
+        );
+        for bad in ["delta:yesterday", "main", "abc", "delta:-1"] {
+            assert_eq!(
+                parse_side(bad).unwrap_err().code,
+                codes::DIFF_UNKNOWN_SIDE,
+                "{bad}"
+            );
+        }
+    }
+}

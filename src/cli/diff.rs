@@ -1,0 +1,137 @@
+//! `diff <model>`: argument parsing and printing; the library (`phlo_transform_exec::diff`)
+//! resolves the sides, key and policy, and `phlo_transform_diff` compares.
+
+use clap::Args;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_diff::{DiffOptions, Strategy};
+use phlo_transform_exec::diff::{diff_model, DiffArgs};
+use std::path::PathBuf;
+
+use super::commands::{compile_or_report, fatal};
+use super::{open_engine, render, Paths, EXIT_FAILURES, EXIT_OK};
+
+#[derive(Args, Debug)]
+pub struct DiffCliArgs {
+    /// Model name (`assay.results`).
+    pub model: String,
+    /// Base side: `materialized` (default), `workspace`, `delta:<version>`,
+    /// `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits).
+    #[arg(long, value_name = "SIDE")]
+    pub from: Option<String>,
+    /// Candidate side (default `workspace`: the model's current SQL, run by the local engine
+    /// over the materialised upstream relations; nothing is written).
+    #[arg(long, value_name = "SIDE")]
+    pub to: Option<String>,
+    /// Key columns (default: the model's @key, else the plan's grain).
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub key: Vec<String>,
+    /// Compare every row (same as --strategy full); large tables otherwise default to a sample.
+    #[arg(long, conflicts_with = "strategy")]
+    pub full: bool,
+    /// `full`, `partition`, `aggregate` or `sampled`.
+    #[arg(long, value_name = "STRATEGY")]
+    pub strategy: Option<String>,
+    /// Floats equal when within 10^-N of each other (decimal types are always exact).
+    #[arg(long, value_name = "N")]
+    pub decimals: Option<u32>,
+    /// Compare candidate column CAND as base column BASE (repeatable).
+    #[arg(long = "map", value_name = "CAND=BASE")]
+    pub map: Vec<String>,
+    /// Base columns left out of the value comparison.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub exclude: Vec<String>,
+    /// Fraction of keys the sampled strategy compares (default 0.01).
+    #[arg(long, value_name = "FRACTION")]
+    pub sample: Option<f64>,
+    /// Sample rows shown of each kind.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub samples: usize,
+    /// Write the differing rows to this Parquet file.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl DiffCliArgs {
+    fn library_args(&self) -> Result<DiffArgs, Diagnostic> {
+        let strategy = match (&self.strategy, self.full) {
+            (_, true) => Some(Strategy::Full),
+            (Some(s), _) => Some(Strategy::parse(s).ok_or_else(|| {
+                Diagnostic::error(
+                    codes::DIFF_INVALID_OPTION,
+                    format!("unknown diff strategy `{s}`"),
+                )
+                .with_help("use full, partition, aggregate or sampled")
+            })?),
+            (None, false) => None,
+        };
+        let mut options = DiffOptions {
+            decimals: self.decimals,
+            exclude: self.exclude.clone(),
+            sample_limit: self.samples,
+            keep_differing_rows: self.output.is_some(),
+            ..DiffOptions::default()
+        };
+        if let Some(f) = self.sample {
+            options.sample_fraction = f;
+        }
+        for m in &self.map {
+            let Some((cand, base)) = m
+                .split_once('=')
+                .filter(|(c, b)| !c.is_empty() && !b.is_empty())
+            else {
+                return Err(Diagnostic::error(
+                    codes::DIFF_INVALID_OPTION,
+                    format!("--map `{m}` is not CANDIDATE=BASE"),
+                )
+                .with_help(
+                    "e.g. --map amount_usd=amount compares candidate amount_usd with base amount",
+                ));
+            };
+            options
+                .column_map
+                .insert(cand.to_string(), base.to_string());
+        }
+        Ok(DiffArgs {
+            model: self.model.clone(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+            key: self.key.clone(),
+            strategy,
+            options,
+            output: self.output.clone(),
+        })
+    }
+}
+
+pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
+    let library_args = match args.library_args() {
+        Ok(a) => a,
+        Err(d) => return fatal(d, json),
+    };
+    let c = match compile_or_report(paths, json) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let (engine, _) = open_engine(paths, c).await;
+    let report = match diff_model(c, &engine, library_args).await {
+        Ok(r) => r,
+        Err(d) => return fatal(d, json),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialise")
+        );
+    } else {
+        let mut diags = report.warnings.clone();
+        diags.extend(report.policy.violations.iter().cloned());
+        render::diagnostics(&phlo_transform_core::Diagnostics(diags), None, false);
+        print!("{}", report.render_text());
+    }
+    if report.policy.passed {
+        EXIT_OK
+    } else {
+        EXIT_FAILURES
+    }
+}
