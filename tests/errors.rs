@@ -15,6 +15,7 @@ const CASES: &[(&str, &str)] = &[
     ("invalid_config", "C002"),
     ("unreadable_source", "R003"),
     ("type_errors", "T001"),
+    ("coercion_errors", "T003"),
 ];
 
 #[test]
@@ -123,6 +124,41 @@ fn type_errors_are_all_reported_with_their_codes_and_downstream_is_not_blamed() 
         (typo["line"].as_u64(), typo["column"].as_u64()),
         (Some(2), Some(8))
     );
+}
+
+/// What DataFusion's analyzer (type coercion) rejects is reported at check time, at the
+/// rejected expression, one line each; a view is checked like a table.
+#[test]
+fn analyzer_errors_are_located_at_the_rejected_expression() {
+    let report = run(&testdata("errors/coercion_errors"), &["check", "--json"]).json();
+    let mut got: Vec<(String, String, u64, u64)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let message = d["message"].as_str().unwrap();
+            assert!(!message.contains('\n'), "one line: {message}");
+            assert!(d["help"].is_string(), "{d}");
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["code"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want: Vec<(String, String, u64, u64)> = [
+        ("transforms/lab/case_condition.sql", "T011", 2, 8),
+        ("transforms/lab/date_vs_boolean.sql", "T003", 3, 7),
+        ("transforms/lab/in_subquery.sql", "T003", 3, 7),
+        ("transforms/lab/join_keys.sql", "T003", 5, 6),
+        ("transforms/lab/sum_of_dates.sql", "T010", 2, 8),
+    ]
+    .iter()
+    .map(|(f, c, l, col)| (f.to_string(), c.to_string(), *l, *col))
+    .collect();
+    assert_eq!(got, want);
 }
 
 #[test]

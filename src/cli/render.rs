@@ -222,6 +222,14 @@ pub fn schema_changes(changes: &[phlo_transform_plan::schema_change::SchemaChang
     out
 }
 
+/// ` (in transforms/x.sql)` for a failure of a model's own query.
+fn at(e: &phlo_transform_exec::ErrorInfo) -> String {
+    e.file
+        .as_ref()
+        .map(|f| format!(" (in {f})"))
+        .unwrap_or_default()
+}
+
 pub fn run(r: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run:  {}  (plan {})", r.run_id, r.plan_id);
@@ -235,9 +243,9 @@ pub fn run(r: &RunReport) -> String {
     for m in &r.models {
         let detail = match (&m.error, m.rows, m.duration_ms) {
             (Some(e), _, _) if e.attempt > 1 => {
-                format!("{}: {} (attempt {})", e.code, e.message, e.attempt)
+                format!("{}: {} (attempt {}){}", e.code, e.message, e.attempt, at(e))
             }
-            (Some(e), _, _) => format!("{}: {}", e.code, e.message),
+            (Some(e), _, _) => format!("{}: {}{}", e.code, e.message, at(e)),
             (None, Some(rows), Some(ms)) => format!(
                 "{rows} rows in {ms} ms{}",
                 if m.reused_commit {

@@ -1,5 +1,6 @@
 //! Engines behind one trait. The executor reaches a warehouse only through `Adapter`.
 
+pub mod cause;
 mod delta;
 mod freshness;
 pub mod local;

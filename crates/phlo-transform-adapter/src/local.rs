@@ -255,7 +255,14 @@ impl LocalEngine {
 
     async fn write_view(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
         let sql = job.query.to_string();
-        let plan = self.plan_query(&job.query).await?; // validates before anything is stored
+        // Validates before anything is stored: planned and analysed (type coercion), as a
+        // table's query is when it runs, although a view's runs only when read.
+        let plan = self.plan_query(&job.query).await?;
+        let state = self.ctx.state();
+        state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))?;
         let def = ViewDefinition {
             model: job.model_name.clone(),
             version: job.version.clone(),
@@ -293,7 +300,7 @@ async fn count_rows_of(
     df.count()
         .await
         .map(|n| n as u64)
-        .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+        .map_err(|e| crate::cause::datafusion_error(&e))
 }
 
 async fn open_delta_provider(

@@ -2,6 +2,7 @@
 //! out (parsed queries, resolved relations, the DAG, model versions, tests, diagnostics).
 //! Compiling never touches a warehouse.
 
+mod analysis;
 pub mod artifacts;
 pub mod catalog;
 pub mod compile;
@@ -9,6 +10,7 @@ pub mod contracts;
 pub mod dialect;
 pub mod graph;
 pub mod lineage;
+mod locate;
 mod par;
 pub mod resolve;
 mod rest_sources;

@@ -1,8 +1,13 @@
 //! Lowering (decision 2): every model becomes an unoptimized DataFusion `LogicalPlan`, in
 //! topological order, against schema-only tables (`EmptyTable`) for its sources and upstream
-//! models. The plan's output schema is the model's inferred schema; a planning error is a
-//! located T diagnostic. A model reading something whose schema is unknown is `unknown` too,
-//! with the reason, never a false error.
+//! models, and is put through DataFusion's analyzer (type coercion; never the optimizer). The
+//! analysed plan's output schema, nullability included, is the model's inferred schema; a
+//! planning or analysis error is a located T diagnostic. A model reading something whose
+//! schema is unknown is `unknown` too, with the reason, never a false error.
+//!
+//! The model keeps the plan as planned, not as analysed: lineage reads the expressions as the
+//! author wrote them (the analyser wraps operands in casts), and the plan fingerprint that
+//! classifies edits stays what earlier runs recorded.
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
@@ -18,8 +23,10 @@ use phlo_transform_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
 use std::sync::Arc;
 
+use crate::analysis::{analyse, Rejection};
 use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
+use crate::locate::expression_span;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::CatalogSnapshot;
@@ -190,7 +197,17 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-type Planned = Result<LogicalPlan, DataFusionError>;
+/// What planning and analysing one model gave.
+enum Planned {
+    Typed {
+        plan: LogicalPlan,
+        analysed: LogicalPlan,
+    },
+    /// The SQL planner failed.
+    Unplannable(DataFusionError),
+    /// The planner accepted the query; the analyzer rejected it.
+    Rejected(Box<Rejection>),
+}
 
 /// Plans the queries on up to `available_parallelism` threads, one session state each.
 fn plan_in_parallel(
@@ -203,10 +220,15 @@ fn plan_in_parallel(
             .into_iter()
             .map(|(i, query)| {
                 let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-                (
-                    i,
-                    futures::executor::block_on(state.statement_to_plan(statement)),
-                )
+                let planned = match futures::executor::block_on(state.statement_to_plan(statement))
+                {
+                    Err(e) => Planned::Unplannable(e),
+                    Ok(plan) => match analyse(&state, &plan) {
+                        Ok(analysed) => Planned::Typed { plan, analysed },
+                        Err(rejection) => Planned::Rejected(rejection),
+                    },
+                };
+                (i, planned)
             })
             .collect()
     })
@@ -221,32 +243,32 @@ fn record(
     ctx: &SessionContext,
     diagnostics: &mut Diagnostics,
 ) {
-    match planned {
-        Ok(plan) => {
-            let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+    let mut d = match planned {
+        Planned::Typed { plan, analysed } => {
+            let arrow: SchemaRef = Arc::new(analysed.schema().as_arrow().clone());
             register(ctx, models[i].name.as_str(), arrow.clone());
             models[i].schema = Some(ModelSchema::known(arrow));
             models[i].plan = Some(Arc::new(plan));
+            return;
         }
-        Err(e) => {
-            let mut d = type_diagnostic(&e, &models[i]);
-            if d.code == codes::UNKNOWN_FUNCTION {
-                suggest_functions(&mut d, ctx);
-            }
-            // Baseline: what DataFusion cannot type is not the user's error.
-            let baseline = workspace.models[i].config.analysis.value == AnalysisMode::Baseline;
-            if baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
-                d.severity = phlo_transform_core::Severity::Warning;
-                d = d.with_note("analysis is `baseline`: the model's schema is unknown");
-                models[i].schema = Some(ModelSchema::Unknown {
-                    reason: d.message.clone(),
-                });
-            } else {
-                models[i].has_errors = true;
-            }
-            diagnostics.push(d);
-        }
+        Planned::Unplannable(e) => type_diagnostic(&e, &models[i]),
+        Planned::Rejected(r) => rejection_diagnostic(&r, &models[i]),
+    };
+    if d.code == codes::UNKNOWN_FUNCTION {
+        suggest_functions(&mut d, ctx);
     }
+    // Baseline: what DataFusion cannot type is not the user's error.
+    let baseline = workspace.models[i].config.analysis.value == AnalysisMode::Baseline;
+    if baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
+        d.severity = phlo_transform_core::Severity::Warning;
+        d = d.with_note("analysis is `baseline`: the model's schema is unknown");
+        models[i].schema = Some(ModelSchema::Unknown {
+            reason: d.message.clone(),
+        });
+    } else {
+        models[i].has_errors = true;
+    }
+    diagnostics.push(d);
 }
 
 /// DataFusion's "Possible function" note depends on hash order; suggest deterministically.
@@ -290,10 +312,30 @@ fn unknown_input(models: &[CompiledModel], i: usize, catalog: &CatalogSnapshot) 
     None
 }
 
+/// An analyzer rejection as a T diagnostic at the rejected expression.
+fn rejection_diagnostic(r: &Rejection, model: &CompiledModel) -> Diagnostic {
+    let d = Diagnostic::error(r.code, r.message.clone())
+        .in_file(&model.path)
+        .with_help(r.help.clone());
+    let span = model
+        .query
+        .as_deref()
+        .and_then(|q| expression_span(q, &r.anchors, &r.shape));
+    match span {
+        Some(span) => d.with_span(span),
+        None => d.at(1, 1),
+    }
+}
+
 /// A DataFusion planning error as a T diagnostic at the model's line and column.
 fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
     let text = e.strip_backtrace();
     let diag = e.diagnostic();
+    if diag.is_none() {
+        if let Some(name) = signature_failure(&text) {
+            return signature_diagnostic(&name, model);
+        }
+    }
     let message = diag
         .map(|d| d.message.clone())
         .unwrap_or_else(|| first_line(&text));
@@ -329,6 +371,45 @@ fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
         helps.join("; ")
     };
     d.with_help(help)
+}
+
+/// The function a signature failure names. DataFusion reports an aggregate call whose
+/// argument types match no signature only as text, with no span and no expression: the
+/// name is the only handle to locate the call by.
+fn signature_failure(text: &str) -> Option<String> {
+    const PATTERNS: [(&str, &str); 4] = [
+        ("Function '", "' failed to match any signature"),
+        ("to satisfy a call to '", "' function"),
+        ("Function '", "' user-defined coercion failed"),
+        (
+            "No function matches the given name and argument types '",
+            "(",
+        ),
+    ];
+    PATTERNS.iter().find_map(|(before, after)| {
+        let start = text.find(before)? + before.len();
+        let len = text[start..].find(after)?;
+        let name = &text[start..start + len];
+        (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| name.to_string())
+    })
+}
+
+/// T010 at the first call of `name`.
+fn signature_diagnostic(name: &str, model: &CompiledModel) -> Diagnostic {
+    let d = Diagnostic::error(
+        codes::ARGUMENT_TYPES,
+        format!("no signature of `{name}` accepts the types of its arguments"),
+    )
+    .in_file(&model.path)
+    .with_help(format!("cast the arguments to types `{name}` accepts"));
+    let span = model
+        .query
+        .as_deref()
+        .and_then(|q| expression_span(q, &[], &crate::analysis::Shape::Function(name.to_string())));
+    match span {
+        Some(span) => d.with_span(span),
+        None => d.at(1, 1),
+    }
 }
 
 fn first_line(text: &str) -> String {

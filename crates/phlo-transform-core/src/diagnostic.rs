@@ -57,6 +57,10 @@ pub mod codes {
     pub const SET_OPERATION_MISMATCH: Code = Code("T007");
     pub const SUBQUERY_COLUMNS: Code = Code("T008");
     pub const UNTYPEABLE: Code = Code("T009");
+    /// A function called with argument types it does not accept (`sum(a_date)`).
+    pub const ARGUMENT_TYPES: Code = Code("T010");
+    /// A condition (WHERE, HAVING, JOIN … ON, CASE WHEN, NOT) that is not boolean.
+    pub const NOT_BOOLEAN: Code = Code("T011");
     // GRAPH
     pub const CYCLE: Code = Code("G001");
     // CONTRACT
@@ -87,6 +91,9 @@ pub mod codes {
     pub const CATALOG_UNAVAILABLE: Code = Code("A004");
     /// The existing Delta table has CHECK constraints the model does not guarantee.
     pub const CONSTRAINT_NOT_GUARANTEED: Code = Code("A005");
+    /// The engine failed running a query (resources exhausted, an internal error, something
+    /// it does not implement): not the SQL's fault, and not retried.
+    pub const ENGINE_FAILED: Code = Code("A006");
     // EXECUTION
     pub const UPSTREAM_FAILED: Code = Code("E001");
     pub const TASK_PANICKED: Code = Code("E002");
@@ -96,6 +103,11 @@ pub mod codes {
     pub const CANCELLED: Code = Code("E004");
     /// `run --resume` of a finished run, or `run --retry-failed` of one still in progress.
     pub const RUN_NOT_CONTINUABLE: Code = Code("E005");
+    /// The model's SQL failed on its data while running (division by zero, overflow, a value
+    /// a cast cannot convert).
+    pub const SQL_RUNTIME_ERROR: Code = Code("E006");
+    /// The model's rows break a NOT NULL or CHECK constraint of its table.
+    pub const CONSTRAINT_VIOLATED: Code = Code("E007");
     // TEST
     pub const TEST_FAILED: Code = Code("X001");
     pub const TEST_ERROR: Code = Code("X002");

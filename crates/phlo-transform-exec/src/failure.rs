@@ -1,6 +1,8 @@
 //! Failure categories and the retry policy (SPEC §65): only adapter failures the adapter
-//! marked retryable are retried, with bounded exponential backoff; SQL errors, timeouts, test
-//! failures, blocked and cancelled work never are.
+//! marked retryable are retried, with bounded exponential backoff; SQL errors, engine
+//! failures, timeouts, test failures, blocked and cancelled work never are. The adapter
+//! decides the cause from the engine's error variants (`phlo_transform_adapter::cause`); the
+//! category follows from its code.
 
 use crate::report::ErrorInfo;
 use phlo_transform_adapter::AdapterError;
@@ -13,10 +15,13 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
-    /// The engine or its storage failed (I/O, contention, an unreadable relation).
+    /// The engine's storage failed (I/O, contention, an unreadable relation).
     Adapter,
-    /// The model's SQL failed when it ran (a bad cast, a division by zero).
+    /// The model's SQL failed when it ran (a bad cast, a division by zero, rows breaking a
+    /// table constraint).
     Sql,
+    /// The engine itself failed (resources exhausted, an internal error).
+    Engine,
     /// A data test found violations or could not run.
     Test,
     /// An attempt ran longer than `--model-timeout`.
@@ -37,6 +42,7 @@ impl Category {
         match self {
             Category::Adapter => "adapter",
             Category::Sql => "sql",
+            Category::Engine => "engine",
             Category::Test => "test",
             Category::Timeout => "timeout",
             Category::Cancelled => "cancelled",
@@ -60,7 +66,14 @@ impl ErrorInfo {
             attempt: 0,
             at: now(),
             retryable: false,
+            file: None,
         }
+    }
+
+    /// Names the model file whose query failed.
+    pub(crate) fn in_file(mut self, file: Option<String>) -> Self {
+        self.file = file;
+        self
     }
 
     pub(crate) fn at_attempt(mut self, attempt: u32) -> Self {
@@ -68,13 +81,18 @@ impl ErrorInfo {
         self
     }
 
-    /// An adapter error of `attempt`: a query that failed to run is an SQL error, anything
-    /// else the adapter's; retryable only when the adapter says so.
+    /// An adapter error of `attempt`: a query that failed to plan or run on its data is an
+    /// SQL error, an engine fault the engine's, anything else the adapter's; retryable only
+    /// when the adapter says so.
     pub(crate) fn from_adapter(e: AdapterError, attempt: u32) -> Self {
-        let category = if e.code == codes::QUERY_FAILED && !e.retryable {
-            Category::Sql
-        } else {
-            Category::Adapter
+        let category = match e.code {
+            codes::QUERY_FAILED | codes::SQL_RUNTIME_ERROR | codes::CONSTRAINT_VIOLATED
+                if !e.retryable =>
+            {
+                Category::Sql
+            }
+            codes::ENGINE_FAILED => Category::Engine,
+            _ => Category::Adapter,
         };
         ErrorInfo {
             retryable: e.retryable,

@@ -15,6 +15,9 @@ pub struct ErrorInfo {
     pub attempt: u32,
     pub at: String,
     pub retryable: bool,
+    /// The model's file, for failures of a model's own query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

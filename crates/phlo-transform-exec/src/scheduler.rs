@@ -282,6 +282,11 @@ impl<'a> Scheduler<'a> {
     fn spawn(&mut self, index: usize, job: Arc<MaterializeJob>, attempt: u32, delay: Duration) {
         let adapter = self.adapter.clone();
         let timeout = self.limits.model_timeout;
+        let file = self
+            .c
+            .model_index(&self.plan.models[index].name)
+            .map(|m| self.c.models[m].path.clone());
+        let failed = move |e, attempt| ErrorInfo::from_adapter(e, attempt).in_file(file);
         let handle = self.running.spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
@@ -290,9 +295,9 @@ impl<'a> Scheduler<'a> {
             let t0 = Instant::now();
             let work = adapter.materialize(&job);
             let outcome = match timeout {
-                None => work.await.map_err(|e| ErrorInfo::from_adapter(e, attempt)),
+                None => work.await.map_err(|e| failed(e, attempt)),
                 Some(limit) => match tokio::time::timeout(limit, work).await {
-                    Ok(done) => done.map_err(|e| ErrorInfo::from_adapter(e, attempt)),
+                    Ok(done) => done.map_err(|e| failed(e, attempt)),
                     Err(_) => Err(ErrorInfo::new(
                         Category::Timeout,
                         codes::MODEL_TIMEOUT,

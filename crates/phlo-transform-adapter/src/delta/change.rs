@@ -107,7 +107,7 @@ pub async fn watermark(table: DataFrame, column: &str) -> Result<ScalarValue, Ad
         .map_err(failed)?
         .collect()
         .await
-        .map_err(failed)?;
+        .map_err(|e| crate::cause::datafusion_error(&e))?;
     match batches.iter().find(|b| b.num_rows() > 0) {
         Some(b) => ScalarValue::try_from_array(b.column(0), 0).map_err(failed),
         None => Ok(ScalarValue::Null),
@@ -126,7 +126,7 @@ pub async fn partitions(
         .map_err(failed)?
         .collect()
         .await
-        .map_err(failed)?;
+        .map_err(|e| crate::cause::datafusion_error(&e))?;
     let mut out = Vec::new();
     for b in &batches {
         for row in 0..b.num_rows() {

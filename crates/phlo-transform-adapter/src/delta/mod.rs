@@ -19,7 +19,7 @@ mod change;
 mod guarantees;
 mod maintenance;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, LogicalPlan};
@@ -90,7 +90,7 @@ pub async fn write(
             });
         }
     }
-    let desired = Definition::desired(plan.schema().inner(), job)?;
+    let desired = Definition::desired(&plan, job)?;
     let sink = Sink {
         ctx,
         path,
@@ -171,8 +171,9 @@ struct Definition {
 }
 
 impl Definition {
-    fn desired(schema: &SchemaRef, job: &MaterializeJob) -> Result<Definition, AdapterError> {
-        let proved = guarantees::prove(&job.query);
+    fn desired(plan: &LogicalPlan, job: &MaterializeJob) -> Result<Definition, AdapterError> {
+        let schema = plan.schema().inner();
+        let proved = guarantees::prove(&job.query, plan);
         let not_null = |name: &str| {
             let name = name.to_lowercase();
             job.table.key.contains(&name)
@@ -210,7 +211,7 @@ impl Definition {
                 format!("interval {} seconds", d.as_secs()),
             );
         }
-        for (i, check) in proved.checks.iter().enumerate() {
+        for (i, (_, check)) in proved.checks.iter().enumerate() {
             configuration.insert(
                 format!("{CONSTRAINT_PREFIX}phlo_check_{}", i + 1),
                 check.clone(),
@@ -493,23 +494,8 @@ impl Sink<'_> {
     }
 }
 
-/// Storage and commit-contention failures may pass on a retry; anything else (a cast that
-/// fails, a division by zero, a constraint the rows break) is the query's fault.
+/// A delta-rs failure by its cause ([`crate::cause`]): storage and commit contention may pass
+/// on a retry; a division by zero, a failed cast or rows breaking a constraint never do.
 pub fn classify(e: DeltaTableError) -> AdapterError {
-    let retryable = matches!(
-        e,
-        DeltaTableError::ObjectStore { .. }
-            | DeltaTableError::Io { .. }
-            | DeltaTableError::VersionAlreadyExists(_)
-            | DeltaTableError::Transaction { .. }
-    );
-    AdapterError {
-        code: if retryable {
-            codes::WRITE_FAILED
-        } else {
-            codes::QUERY_FAILED
-        },
-        message: e.to_string(),
-        retryable,
-    }
+    crate::cause::delta_error(&e)
 }

@@ -1,0 +1,3 @@
+select o.id
+from lab.orders o
+where o.ordered_at > true

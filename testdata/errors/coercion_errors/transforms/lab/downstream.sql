@@ -1,0 +1,1 @@
+select * from lab.join_keys
