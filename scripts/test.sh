@@ -40,7 +40,8 @@ fi
 # --- Python readers -----------------------------------------------------------------------------
 # tests/lakehouse.rs and tests/python/ write and read Delta and Iceberg tables with these
 # independent Python libraries; the versions are pinned so their output does not drift.
-PYTHON_READERS=("deltalake==1.6.6" "pyiceberg==0.12.0" "pyarrow==26.0.1")
+# duckdb: tests/fidelity.rs runs the same models on the real DuckDB engine.
+PYTHON_READERS=("deltalake==1.6.6" "pyiceberg==0.12.0" "pyarrow==26.0.1" "duckdb==2.0.1")
 python_readers_present() {
     python3 - "${PYTHON_READERS[@]}" <<'EOF'
 import sys
@@ -59,7 +60,8 @@ command -v python3 >/dev/null 2>&1 || { log "installing python3"; apt_install py
 if ! python_readers_present 2>/dev/null; then
     log "installing the Python readers: ${PYTHON_READERS[*]}"
     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-        "deltalake==1.6.6" "pyiceberg[sql-sqlite,pyarrow]==0.12.0" "pyarrow==26.0.1"
+        "deltalake==1.6.6" "pyiceberg[sql-sqlite,pyarrow]==0.12.0" "pyarrow==26.0.1" \
+        "duckdb==2.0.1"
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------------------

@@ -134,3 +134,116 @@ fn grouping_sets_over_not_null_columns_build() {
         .collect();
     assert_eq!(nullable[..2], [true, true], "{schema}");
 }
+
+/// `python3 tests/python/duckdb_compare.py <workspace>`: each table model on DuckDB itself
+/// and as the local engine wrote it.
+fn compare_with_duckdb(root: &std::path::Path) -> Vec<serde_json::Value> {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/duckdb_compare.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(root)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "duckdb_compare.py failed (needs: python3 -m pip install duckdb==2.0.1 deltalake==1.6.6): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Under `dialect = "duckdb"` the local engine computes what DuckDB computes for integer
+/// division, NULL ordering (in windows) and `extract`: equal column types and equal rows, and
+/// `check` reports DuckDB's types. Without the dialect the same models differ, so the
+/// comparison can fail.
+#[test]
+fn under_the_duckdb_dialect_the_local_engine_matches_duckdb() {
+    let ws = common::workspace("dialects/duckdb");
+    let root = ws.path();
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let report = compare_with_duckdb(root);
+    assert_eq!(report.len(), 4);
+    for m in &report {
+        assert_eq!(m["local_types"], m["duckdb_types"], "{}", m["model"]);
+        assert_eq!(m["local_rows"], m["duckdb_rows"], "{}", m["model"]);
+    }
+    let ratios = run(root, &["inspect", "shop.ratios", "--json"]).json()["schema"].clone();
+    assert_eq!(
+        common::column_types(&ratios),
+        [
+            "id:Int64",
+            "half:Float64",
+            "per_qty:Float64",
+            "half_amount:Float64"
+        ]
+    );
+    let dated = run(root, &["inspect", "shop.dated", "--json"]).json()["schema"].clone();
+    assert_eq!(
+        common::column_types(&dated),
+        ["id:Int64", "y:Int64", "m:Int64", "d:Int64"]
+    );
+
+    // DataFusion's own semantics: the same models differ from DuckDB, and `id / qty` with
+    // qty = 0 is an integer division by zero (DuckDB: inf).
+    std::fs::write(root.join("phlo.toml"), "").unwrap();
+    let _ = std::fs::remove_dir_all(root.join(".phlo"));
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_eq!(model(&out.json(), "shop.ratios")["error"]["code"], "E006");
+    let differing: Vec<String> = compare_with_duckdb(root)
+        .iter()
+        .filter(|m| m["local_types"] != m["duckdb_types"] || m["local_rows"] != m["duckdb_rows"])
+        .map(|m| m["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(differing, ["shop.dated", "shop.ranked", "shop.ratios"]);
+}
+
+/// Where the local engine cannot compute what the target does, the model gets a T012 warning
+/// naming the construct, at the construct.
+#[test]
+fn constructs_the_local_engine_computes_differently_are_warned_about() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(root, "phlo.toml", "[transform]\ndialect = \"duckdb\"\n");
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\nselect cast(2.5 as decimal(10, 2)) as price\n",
+    );
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "select count(*) as n,\n       avg(price) as mean\nfrom x.a\n",
+    );
+    let out = run(root, &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let diags = out.json()["diagnostics"].as_array().unwrap().clone();
+    let got: Vec<(&str, &str, &str, u64, u64)> = diags
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap(),
+                d["severity"].as_str().unwrap(),
+                d["file"].as_str().unwrap(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("T012", "warning", "transforms/x/b.sql", 2, 8)],
+        "{diags:?}"
+    );
+    assert!(diags[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("avg(decimal)"));
+    assert!(diags[0]["help"].as_str().unwrap().contains("DOUBLE"));
+}

@@ -16,6 +16,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::TableReference;
 use deltalake::delta_datafusion::planner::DeltaPlanner;
+use phlo_transform_compiler::semantics::Semantics;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
@@ -32,6 +33,9 @@ pub const APP_ID_PREFIX: &str = "phlo-transform:";
 pub struct LocalEngine {
     ctx: SessionContext,
     warehouse: PathBuf,
+    /// The target dialect's semantics the engine follows where it can exactly (NULL ordering,
+    /// integer division, `extract` types).
+    semantics: Semantics,
 }
 
 /// What a stored view is.
@@ -64,7 +68,7 @@ impl LocalEngine {
     /// relation registered. Sources that cannot be registered are reported, not fatal: the
     /// models that read them fail when they run.
     pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
-        let engine = Self::unregistered(warehouse);
+        let engine = Self::with_semantics(warehouse, c.dialect.semantics.clone());
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -102,7 +106,12 @@ impl LocalEngine {
     /// An engine with nothing registered: enough to name relations and see whether they exist
     /// (what planning needs), without opening every table.
     pub fn unregistered(warehouse: &Path) -> LocalEngine {
+        Self::with_semantics(warehouse, Semantics::default())
+    }
+
+    fn with_semantics(warehouse: &Path, semantics: Semantics) -> LocalEngine {
         let mut config = SessionConfig::new();
+        semantics.configure(&mut config);
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
         config
             .options_mut()
@@ -118,6 +127,7 @@ impl LocalEngine {
         LocalEngine {
             ctx: SessionContext::new_with_state(state),
             warehouse: warehouse.to_path_buf(),
+            semantics,
         }
     }
 
@@ -223,18 +233,25 @@ impl LocalEngine {
         let statement = state
             .sql_to_statement(sql, &datafusion::config::Dialect::Generic)
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        state
+        let plan = state
             .statement_to_plan(statement)
             .await
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))
+            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        self.semantics
+            .rewrite(plan)
+            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
     }
 
     async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
         let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query.clone()))));
-        self.ctx
+        let plan = self
+            .ctx
             .state()
             .statement_to_plan(statement)
             .await
+            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))?;
+        self.semantics
+            .rewrite(plan)
             .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
     }
 

@@ -76,6 +76,8 @@ pub struct Compilation {
     pub contracts: BTreeMap<usize, Contract>,
     /// Column-level lineage of the whole workspace.
     pub lineage: LineageGraph,
+    /// The target dialect (`[transform] dialect`; `datafusion` by default).
+    pub dialect: crate::dialect::Dialect,
     pub diagnostics: Diagnostics,
 }
 
@@ -150,6 +152,7 @@ impl Compilation {
             tests,
             contracts,
             lineage: LineageGraph::default(),
+            dialect,
             diagnostics,
         };
         compilation.lineage = LineageGraph::build(&compilation);

@@ -16,6 +16,8 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::semantics::Semantics;
+
 /// The dialect files shipped in the binary.
 const BUILTIN: &[(&str, &str)] = &[
     ("trino", include_str!("../../../dialects/trino.toml")),
@@ -39,6 +41,8 @@ struct DialectFile {
     types: BTreeMap<String, String>,
     #[serde(default, rename = "function")]
     functions: Vec<FunctionDecl>,
+    #[serde(default)]
+    semantics: Semantics,
 }
 
 /// One declared function.
@@ -72,6 +76,8 @@ pub struct Dialect {
     pub name: String,
     types: BTreeMap<String, String>,
     pub functions: Vec<FunctionDecl>,
+    /// Where the dialect computes differently from DataFusion.
+    pub semantics: Semantics,
 }
 
 impl Dialect {
@@ -82,6 +88,7 @@ impl Dialect {
                 name: name.into(),
                 types: BTreeMap::new(),
                 functions: Vec::new(),
+                semantics: Semantics::default(),
             });
         }
         let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
@@ -99,7 +106,12 @@ impl Dialect {
             name: file.name,
             types: file.types,
             functions: file.functions,
+            semantics: file.semantics,
         };
+        dialect
+            .semantics
+            .validate()
+            .map_err(|e| format!("[semantics]: {e}"))?;
         for f in &dialect.functions {
             for a in &f.args {
                 dialect

@@ -15,6 +15,7 @@ mod par;
 pub mod resolve;
 mod rest_sources;
 pub mod schemas;
+pub mod semantics;
 pub mod tests;
 pub mod types;
 pub mod typing;

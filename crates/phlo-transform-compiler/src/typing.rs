@@ -29,6 +29,7 @@ use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
+use crate::semantics::{Divergence, Semantics};
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
 
@@ -83,10 +84,11 @@ impl ModelSchema {
 }
 
 /// A session whose tables are schema-only: nothing here can read data.
-fn typing_session() -> SessionContext {
+fn typing_session(semantics: &Semantics) -> SessionContext {
     let mut config = SessionConfig::new();
     config.options_mut().sql_parser.collect_spans = true;
     config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+    semantics.configure(&mut config);
     SessionContext::new_with_config(config)
 }
 
@@ -132,7 +134,7 @@ pub(crate) fn infer(
     dialect: &Dialect,
     diagnostics: &mut Diagnostics,
 ) {
-    let ctx = typing_session();
+    let ctx = typing_session(&dialect.semantics);
     dialect.register(&ctx);
     for (name, state) in &catalog.sources {
         if let SourceSchema::Known(schema) = &state.schema {
@@ -171,7 +173,7 @@ pub(crate) fn infer(
                 work.push((i, query));
             }
         }
-        for (i, planned) in plan_in_parallel(&ctx, work) {
+        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, work) {
             record(i, planned, models, workspace, &ctx, diagnostics);
         }
     }
@@ -197,12 +199,18 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
+/// A model planned and analysed.
+struct Typed {
+    plan: LogicalPlan,
+    /// Analysed, after the target dialect's exact rewrites.
+    analysed: LogicalPlan,
+    /// Constructs the local engine may compute differently from the target.
+    divergences: Vec<Divergence>,
+}
+
 /// What planning and analysing one model gave.
 enum Planned {
-    Typed {
-        plan: LogicalPlan,
-        analysed: LogicalPlan,
-    },
+    Typed(Box<Typed>),
     /// The SQL planner failed.
     Unplannable(DataFusionError),
     /// The planner accepted the query; the analyzer rejected it.
@@ -212,6 +220,7 @@ enum Planned {
 /// Plans the queries on up to `available_parallelism` threads, one session state each.
 fn plan_in_parallel(
     ctx: &SessionContext,
+    semantics: &Semantics,
     work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
 ) -> Vec<(usize, Planned)> {
     crate::par::map_chunks(work, |chunk| {
@@ -220,14 +229,24 @@ fn plan_in_parallel(
             .into_iter()
             .map(|(i, query)| {
                 let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-                let planned = match futures::executor::block_on(state.statement_to_plan(statement))
-                {
-                    Err(e) => Planned::Unplannable(e),
-                    Ok(plan) => match analyse(&state, &plan) {
-                        Ok(analysed) => Planned::Typed { plan, analysed },
-                        Err(rejection) => Planned::Rejected(rejection),
-                    },
-                };
+                let planned =
+                    match futures::executor::block_on(state.statement_to_plan(statement)) {
+                        Err(e) => Planned::Unplannable(e),
+                        Ok(plan) => {
+                            // The target's semantics where a rewrite is exact: the types it reports.
+                            let target = semantics.rewrite(plan.clone());
+                            match target.map_err(Planned::Unplannable).and_then(|target| {
+                                analyse(&state, &target).map_err(Planned::Rejected)
+                            }) {
+                                Ok(analysed) => Planned::Typed(Box::new(Typed {
+                                    divergences: semantics.divergences(&plan),
+                                    plan,
+                                    analysed,
+                                })),
+                                Err(failed) => failed,
+                            }
+                        }
+                    };
                 (i, planned)
             })
             .collect()
@@ -244,7 +263,15 @@ fn record(
     diagnostics: &mut Diagnostics,
 ) {
     let mut d = match planned {
-        Planned::Typed { plan, analysed } => {
+        Planned::Typed(typed) => {
+            let Typed {
+                plan,
+                analysed,
+                divergences,
+            } = *typed;
+            for d in divergences {
+                diagnostics.push(divergence_warning(&d, &models[i]));
+            }
             let arrow: SchemaRef = Arc::new(analysed.schema().as_arrow().clone());
             register(ctx, models[i].name.as_str(), arrow.clone());
             models[i].schema = Some(ModelSchema::known(arrow));
@@ -310,6 +337,30 @@ fn unknown_input(models: &[CompiledModel], i: usize, catalog: &CatalogSnapshot) 
         }
     }
     None
+}
+
+/// T012: a construct the local engine may compute differently from the target dialect.
+fn divergence_warning(d: &Divergence, model: &CompiledModel) -> Diagnostic {
+    let w = Diagnostic::warning(
+        codes::DIALECT_DIFFERENCE,
+        format!(
+            "`{}` may differ from the target dialect on the local engine",
+            d.construct
+        ),
+    )
+    .in_file(&model.path)
+    .with_help(d.reason.clone());
+    let span = model.query.as_deref().and_then(|q| {
+        expression_span(
+            q,
+            &d.anchors,
+            &crate::analysis::Shape::Function(d.function.clone()),
+        )
+    });
+    match span {
+        Some(span) => w.with_span(span),
+        None => w.at(1, 1),
+    }
 }
 
 /// An analyzer rejection as a T diagnostic at the rejected expression.

@@ -61,6 +61,8 @@ pub mod codes {
     pub const ARGUMENT_TYPES: Code = Code("T010");
     /// A condition (WHERE, HAVING, JOIN … ON, CASE WHEN, NOT) that is not boolean.
     pub const NOT_BOOLEAN: Code = Code("T011");
+    /// (warning) The local engine may compute a construct differently from the target dialect.
+    pub const DIALECT_DIFFERENCE: Code = Code("T012");
     // GRAPH
     pub const CYCLE: Code = Code("G001");
     // CONTRACT

@@ -1,0 +1,201 @@
+//! What a target dialect computes differently from DataFusion, as data (`[semantics]` in
+//! `dialects/<name>.toml`), and how typing and the local engine follow it:
+//!
+//! - configuration where DataFusion has a switch (`null_ordering`, DataFusion's
+//!   `sql_parser.default_null_ordering`);
+//! - exact plan rewrites where it has none: integer `/` computed in DOUBLE (DuckDB), and
+//!   `extract`/`date_part` returning BIGINT (DuckDB, Trino) instead of Int32;
+//! - a warning naming the construct where neither is exact (`difference` entries), so the
+//!   local answer is known to possibly differ from the warehouse's.
+//!
+//! Rewrites apply to the plan typing analyses and the local engine executes; lineage and the
+//! plan fingerprint keep the plan as planned.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{DFSchema, Result, Span};
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{cast, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::prelude::SessionConfig;
+use serde::Deserialize;
+
+/// A dialect's semantics where they differ from DataFusion's.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Semantics {
+    /// `nulls_max` (PostgreSQL; DataFusion's default), `nulls_min`, `nulls_first` or
+    /// `nulls_last` (DuckDB, Trino: NULLs last whatever the direction).
+    #[serde(default)]
+    pub null_ordering: Option<String>,
+    /// `truncate` (DataFusion, Trino, PostgreSQL) or `float` (DuckDB: integer `/` is DOUBLE).
+    #[serde(default)]
+    pub integer_division: Option<String>,
+    /// The type `extract`/`date_part` returns for integral fields (`bigint`), where it is not
+    /// DataFusion's Int32.
+    #[serde(default)]
+    pub extract: Option<String>,
+    /// Constructs the local engine computes differently and cannot rewrite exactly.
+    #[serde(default, rename = "difference")]
+    pub differences: Vec<Difference>,
+}
+
+/// A construct whose result differs between DataFusion and the target.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Difference {
+    /// One of [`CONSTRUCTS`].
+    pub construct: String,
+    /// What the target does instead (the warning's help).
+    pub reason: String,
+}
+
+/// The constructs a `difference` can name: an aggregate over a decimal argument.
+pub const CONSTRUCTS: &[&str] = &["avg(decimal)", "sum(decimal)"];
+
+/// A construct of a model the local engine may compute differently.
+pub struct Divergence {
+    pub construct: String,
+    pub reason: String,
+    /// Spans of the column references in the construct.
+    pub anchors: Vec<Span>,
+    pub function: String,
+}
+
+impl Semantics {
+    /// Checks the values a dialect file gives.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if let Some(n) = &self.null_ordering {
+            if !["nulls_max", "nulls_min", "nulls_first", "nulls_last"].contains(&n.as_str()) {
+                return Err(format!("unknown null_ordering `{n}`"));
+            }
+        }
+        if let Some(d) = &self.integer_division {
+            if !["truncate", "float"].contains(&d.as_str()) {
+                return Err(format!("unknown integer_division `{d}`"));
+            }
+        }
+        if let Some(e) = &self.extract {
+            if e != "bigint" {
+                return Err(format!("unsupported extract type `{e}` (only `bigint`)"));
+            }
+        }
+        for d in &self.differences {
+            if !CONSTRUCTS.contains(&d.construct.as_str()) {
+                return Err(format!(
+                    "unknown construct `{}` (known: {})",
+                    d.construct,
+                    CONSTRUCTS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets what DataFusion can be configured for.
+    pub fn configure(&self, config: &mut SessionConfig) {
+        if let Some(n) = &self.null_ordering {
+            config.options_mut().sql_parser.default_null_ordering = n.clone();
+        }
+    }
+
+    fn float_division(&self) -> bool {
+        self.integer_division.as_deref() == Some("float")
+    }
+
+    fn bigint_extract(&self) -> bool {
+        self.extract.as_deref() == Some("bigint")
+    }
+
+    /// `plan` with the exact rewrites applied (output names kept).
+    pub fn rewrite(&self, plan: LogicalPlan) -> Result<LogicalPlan> {
+        if !self.float_division() && !self.bigint_extract() {
+            return Ok(plan);
+        }
+        plan.transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|expr| {
+                let name = names.save(&expr);
+                expr.transform_up(|e| self.rewrite_expr(e, &schema))
+                    .map(|t| t.update_data(|e| name.restore(e)))
+            })?
+            .map_data(|p| p.recompute_schema())
+        })
+        .map(|t| t.data)
+    }
+
+    fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let integer = |x: &Expr| x.get_type(schema).is_ok_and(|t| t.is_integer());
+        match e {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Divide,
+                right,
+            }) if self.float_division() && integer(&left) && integer(&right) => {
+                Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: Box::new(cast(*left, DataType::Float64)),
+                    op: Operator::Divide,
+                    right: Box::new(cast(*right, DataType::Float64)),
+                })))
+            }
+            Expr::ScalarFunction(ScalarFunction { ref func, .. })
+                if self.bigint_extract()
+                    && func.name() == "date_part"
+                    && e.get_type(schema).is_ok_and(|t| t == DataType::Int32) =>
+            {
+                Ok(Transformed::yes(cast(e, DataType::Int64)))
+            }
+            other => Ok(Transformed::no(other)),
+        }
+    }
+
+    /// The constructs of `plan` this dialect lists as differences.
+    pub fn divergences(&self, plan: &LogicalPlan) -> Vec<Divergence> {
+        if self.differences.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let _ = plan.apply_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            for expr in node.expressions() {
+                let _ = expr.apply(|e| {
+                    if let Expr::AggregateFunction(AggregateFunction { func, params }) = e {
+                        let decimal = params.args.first().is_some_and(|a| {
+                            a.get_type(&schema)
+                                .is_ok_and(|t| matches!(t, DataType::Decimal128(..)))
+                        });
+                        let construct = format!("{}(decimal)", func.name());
+                        if let Some(d) = self
+                            .differences
+                            .iter()
+                            .find(|d| decimal && d.construct == construct)
+                        {
+                            out.push(Divergence {
+                                construct,
+                                reason: d.reason.clone(),
+                                anchors: anchors(e),
+                                function: func.name().to_string(),
+                            });
+                        }
+                    }
+                    Ok(TreeNodeRecursion::Continue)
+                });
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        out
+    }
+}
+
+fn anchors(e: &Expr) -> Vec<Span> {
+    let mut out = Vec::new();
+    let _ = e.apply(|sub| {
+        if let Expr::Column(c) = sub {
+            out.extend(c.spans.iter().copied());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    out
+}
