@@ -219,7 +219,7 @@ fn state_commands(dir: &Path, state: Option<&str>) {
     let models = shown["models"].as_array().unwrap();
     let raw_node = models.iter().find(|n| n["node"] == "assay.raw").unwrap();
     assert_eq!(raw_node["status"], "failed");
-    assert_eq!(raw_node["error_code"], "A001");
+    assert_eq!(raw_node["error_code"], "E006");
     assert!(raw_node["duration_ms"].is_i64() && raw_node["started_at"].is_string());
     let blocked = models
         .iter()
@@ -242,7 +242,7 @@ fn state_commands(dir: &Path, state: Option<&str>) {
     );
     assert!(text.stdout.contains("Status:      failed"));
     assert!(text.stdout.contains("Models (3)") && text.stdout.contains("Tests ("));
-    assert!(text.stdout.contains("error[A001]:"), "{}", text.stdout);
+    assert!(text.stdout.contains("error[E006]:"), "{}", text.stdout);
 
     // show: an ambiguous prefix lists both candidates; an unknown one is coded too.
     let common_prefix: String = failed_id
@@ -312,7 +312,7 @@ fn state_commands(dir: &Path, state: Option<&str>) {
     assert!(text.stdout.contains("Materialised (1)"));
     assert!(text.stdout.contains(&format!("run {passed_id}")));
     assert!(text.stdout.contains("History (2), newest first"));
-    assert!(text.stdout.contains("error[A001]:"), "{}", text.stdout);
+    assert!(text.stdout.contains("error[E006]:"), "{}", text.stdout);
     let missing = with_state(dir, state, &["state", "model", "assay.rw"]);
     assert_eq!(missing.code, 2);
     assert!(missing.stderr.contains("error[Y005]"), "{}", missing.stderr);
