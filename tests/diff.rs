@@ -80,6 +80,43 @@ fn composite_key_change_reports_exact_counts() {
     assert_eq!(records(&r), (1, 1, 3, 2));
     assert_eq!(r["changed_values"]["conc"], 2);
 
+    // The partition strategy finds the same, comparing only the partitions that differ.
+    let r = diff_json(
+        ws,
+        &["lab.results", "--strategy", "partition", "--decimals", "3"],
+        0,
+    );
+    assert_eq!(r["strategy"], "partition");
+    assert_eq!(records(&r), (1, 1, 2, 3));
+    assert!(
+        r["partitions"]["compared"].as_u64().unwrap() <= 5,
+        "{}",
+        r["partitions"]
+    );
+    // A key-hash sample of every key is the full comparison.
+    let r = diff_json(
+        ws,
+        &[
+            "lab.results",
+            "--strategy",
+            "sampled",
+            "--sample",
+            "1",
+            "--decimals",
+            "3",
+        ],
+        0,
+    );
+    assert_eq!(records(&r), (1, 1, 2, 3));
+    // --exclude leaves a column out of the comparison.
+    let r = diff_json(
+        ws,
+        &["lab.results", "--exclude", "status", "--decimals", "3"],
+        0,
+    );
+    assert_eq!(records(&r), (1, 1, 1, 4));
+    assert_eq!(r["changed_values"].get("status"), None);
+
     // The text report (SPEC §52's layout).
     let out = run(ws, &["diff", "lab.results", "--decimals", "3"]);
     assert_eq!(out.code, 0, "{}", out.stderr);

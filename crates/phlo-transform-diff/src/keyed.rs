@@ -677,28 +677,32 @@ impl Part {
                 continue;
             }
             let row = rows.row(r);
-            if let Some(e) = self.cand.find_mut(h, |e| {
-                e.hash == h && p.cand_keys[e.batch as usize].row(e.row as usize) == row
-            }) {
-                e.count += 1;
-                if e.count == 2 {
-                    let slot = e.slot;
-                    self.retract(slot, words);
-                }
-                continue;
-            }
             let slot = self.outcomes.len() as u32;
-            self.cand.insert_unique(
+            // One probe finds a repeated candidate key or the place to record a new one.
+            match self.cand.entry(
                 h,
-                CandEntry {
-                    hash: h,
-                    batch: p.batch_index,
-                    row: r as u32,
-                    count: 1,
-                    slot,
-                },
+                |e| e.hash == h && p.cand_keys[e.batch as usize].row(e.row as usize) == row,
                 |e| e.hash,
-            );
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut o) => {
+                    let e = o.get_mut();
+                    e.count += 1;
+                    if e.count == 2 {
+                        let slot = e.slot;
+                        self.retract(slot, words);
+                    }
+                    continue;
+                }
+                hashbrown::hash_table::Entry::Vacant(v) => {
+                    v.insert(CandEntry {
+                        hash: h,
+                        batch: p.batch_index,
+                        row: r as u32,
+                        count: 1,
+                        slot,
+                    });
+                }
+            }
             let base_keys = &p.base.keys;
             match self
                 .base

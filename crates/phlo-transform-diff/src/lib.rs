@@ -27,5 +27,5 @@ pub use keyed::{DuplicateCounts, Duplicates, RecordSamples, Records};
 pub use options::{DiffOptions, Strategy};
 pub use policy::{DiffPolicy, PolicyResult};
 pub use report::{DiffReport, KeySource, RowCounts, SideReport};
-pub use run::{diff, DiffRequest, KeyChoice, SideInput, LARGE_TABLE_ROWS};
+pub use run::{diff, DiffRequest, KeyChoice, SideInput};
 pub use schema::SchemaDiff;

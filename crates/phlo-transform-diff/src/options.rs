@@ -65,6 +65,8 @@ pub struct DiffOptions {
     pub partitions: usize,
     /// Keep every differing row (for `--output`), not only the samples.
     pub keep_differing_rows: bool,
+    /// Above this many base rows, the automatic strategy samples instead of comparing in full.
+    pub large_table_rows: u64,
 }
 
 impl Default for DiffOptions {
@@ -79,6 +81,7 @@ impl Default for DiffOptions {
             sample_fraction: 0.01,
             partitions: 256,
             keep_differing_rows: false,
+            large_table_rows: 1_000_000,
         }
     }
 }

@@ -24,9 +24,6 @@ use crate::report::{
 };
 use crate::schema::{Alignment, Side};
 
-/// Above this many base rows, the automatic strategy samples instead of comparing in full.
-pub const LARGE_TABLE_ROWS: u64 = 1_000_000;
-
 /// One side: what it is and how to read it.
 pub struct SideInput {
     pub description: String,
@@ -65,7 +62,7 @@ pub struct DiffRequest {
     pub base: SideInput,
     pub candidate: SideInput,
     pub key: KeyChoice,
-    /// `None`: chosen by size (full, or sampled above `LARGE_TABLE_ROWS` base rows).
+    /// `None`: chosen by size (full, or sampled above `options.large_table_rows` base rows).
     pub strategy: Option<Strategy>,
     pub options: DiffOptions,
     pub policy: DiffPolicy,
@@ -217,7 +214,7 @@ async fn choose(req: &DiffRequest) -> Result<(Strategy, String), Diagnostic> {
                     .count()
                     .await
                     .map_err(|e| unreadable("base", e.strip_backtrace()))? as u64;
-            if rows > LARGE_TABLE_ROWS {
+            if rows > req.options.large_table_rows {
                 Ok((
                     Strategy::Sampled,
                     format!(

@@ -537,6 +537,33 @@ async fn strategies_agree_on_a_larger_table() {
         );
         assert_eq!(changed(&r, "v"), 1_260);
     }
+    // Without a strategy, a table above the large-table threshold is sampled (1%).
+    let (b, c) = make();
+    let opts = DiffOptions {
+        large_table_rows: 50_000,
+        ..DiffOptions::default()
+    };
+    let r = run(b, c, &["id"], None, opts, DiffPolicy::default())
+        .await
+        .unwrap();
+    assert_eq!(r.strategy, Strategy::Sampled);
+    assert!(
+        r.strategy_reason.contains("--full"),
+        "{}",
+        r.strategy_reason
+    );
+    let (b, c) = make();
+    let r = run(
+        b,
+        c,
+        &["id"],
+        None,
+        DiffOptions::default(),
+        DiffPolicy::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.strategy, Strategy::Full);
     // Every key sampled: the same as full. A 10% sample: about 10% of each, the same keys
     // on both sides (so no spurious added/removed).
     let (b, c) = make();
