@@ -8,6 +8,7 @@ Needs `python3 -m pip install duckdb reladiff`. Loading the DuckDB file is not t
 """
 
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -17,6 +18,8 @@ import reladiff
 
 COLUMNS = ["a", "b", "c", "d"]
 THREADS = int(os.environ.get("PHLO_DIFF_BENCH_THREADS", "2"))
+# A tool that takes longer is reported as a timeout.
+TIMEOUT = int(os.environ.get("PHLO_DIFF_BENCH_TIMEOUT", "900"))
 
 
 def duckdb_join_diff(base, cand):
@@ -73,17 +76,41 @@ def reladiff_run(path, algorithm):
     return elapsed, {"added": added - both, "removed": removed - both, "modified": both}
 
 
+def timed(queue, fn, args):
+    queue.put(fn(*args))
+
+
+def bounded(fn, *args):
+    """Runs fn(*args) in a child process; None when it exceeds TIMEOUT seconds."""
+    queue = multiprocessing.Queue()
+    child = multiprocessing.Process(target=timed, args=(queue, fn, args))
+    child.start()
+    child.join(TIMEOUT)
+    if child.is_alive():
+        child.terminate()
+        child.join()
+        return None
+    return queue.get()
+
+
+def report(case, tool, result):
+    if result is None:
+        print(json.dumps({"case": case, "tool": tool, "seconds": None, "timeout": TIMEOUT}), flush=True)
+        return
+    elapsed, counts = result
+    print(json.dumps({"case": case, "tool": tool, "seconds": round(elapsed, 3), **counts}), flush=True)
+
+
 def main():
     directory = sys.argv[1]
     for case in sys.argv[2:]:
         base = os.path.join(directory, "base.parquet")
         cand = os.path.join(directory, f"cand_{case}.parquet")
-        elapsed, counts = duckdb_join_diff(base, cand)
-        print(json.dumps({"case": case, "tool": "duckdb full outer join", "seconds": elapsed, **counts}), flush=True)
+        for _ in range(2):
+            report(case, "duckdb full outer join", bounded(duckdb_join_diff, base, cand))
         path = duckdb_file(directory, base, cand, case)
-        for algorithm in [reladiff.Algorithm.HASHDIFF, reladiff.Algorithm.JOINDIFF]:
-            elapsed, counts = reladiff_run(path, algorithm)
-            print(json.dumps({"case": case, "tool": f"reladiff {algorithm.value}", "seconds": elapsed, **counts}), flush=True)
+        for algorithm in [reladiff.Algorithm.JOINDIFF, reladiff.Algorithm.HASHDIFF]:
+            report(case, f"reladiff {algorithm.value}", bounded(reladiff_run, path, algorithm))
 
 
 if __name__ == "__main__":
