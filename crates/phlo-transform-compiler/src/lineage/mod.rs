@@ -181,7 +181,11 @@ impl LineageGraph {
             m.plan.as_ref().map(|p| column_lineage(p, &is_dataset))
         });
 
-        for (i, (m, lineage)) in c.models.iter().zip(lineages).enumerate() {
+        // Every model's dataset and typed columns first, in table order, so a reader whose
+        // name sorts before the model it reads finds them there (and does not create them
+        // untyped, out of order).
+        let mut model_nodes = Vec::with_capacity(c.models.len());
+        for (i, m) in c.models.iter().enumerate() {
             let name = m.name.as_str();
             let mut node = Node::new(model_id(name), NodeKind::Model, name.to_string());
             node.path = Some(m.path.clone());
@@ -195,21 +199,32 @@ impl LineageGraph {
                 let input = g.dataset_index(&n);
                 g.edge(input, model, EdgeKind::Input);
             }
+            // A model whose schema or lineage is unknown gets no column nodes.
             let columns = m.schema.as_ref().and_then(|s| s.columns());
-            let (Some(columns), Some(lineage)) = (columns, lineage) else {
+            let outputs = match (columns, &lineages[i]) {
+                (Some(columns), Some(lineage)) => Some(
+                    columns
+                        .iter()
+                        .zip(lineage)
+                        .map(|(col, derived)| {
+                            let ty = Some(col.data_type.clone());
+                            g.column(ds, name, &col.name, ty, derived.exact)
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            };
+            model_nodes.push((model, outputs));
+        }
+
+        for ((m, lineage), (model, outputs)) in c.models.iter().zip(lineages).zip(model_nodes) {
+            let (Some(outputs), Some(lineage)) = (outputs, lineage) else {
                 g.nodes[model].confidence = Some(Confidence::Unknown);
                 g.nodes[model].reason = Some(unknown_reason(m));
                 continue;
             };
             let mut all_exact = true;
-            for (col, derived) in columns.iter().zip(lineage) {
-                let out = g.column(
-                    ds,
-                    name,
-                    &col.name,
-                    Some(col.data_type.clone()),
-                    derived.exact,
-                );
+            for (&out, derived) in outputs.iter().zip(lineage) {
                 all_exact &= derived.exact;
                 let confidence = if derived.exact {
                     Confidence::Exact
@@ -342,7 +357,8 @@ impl LineageGraph {
         i
     }
 
-    /// The column node of a scanned input; created if the input's schema did not list it.
+    /// The column node of a scanned input; created, untyped, if the input's schema did not
+    /// list it.
     fn column_index(&mut self, dataset: &str, column: &str) -> usize {
         match self.index.get(&column_id(dataset, column)) {
             Some(&i) => i,
