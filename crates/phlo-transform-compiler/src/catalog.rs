@@ -10,6 +10,7 @@ use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
 use serde::Serialize;
 
 use crate::schemas::{read_schema, SourceSchema};
+use crate::validate::Unreadable;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -56,31 +57,52 @@ impl CatalogSnapshot {
                 Ok(state) => {
                     snapshot.sources.insert(source.name.clone(), state);
                 }
-                Err(reason) => diags.push(locate_declaration(
-                    workspace,
-                    source,
-                    Diagnostic::error(
-                        codes::UNREADABLE_SOURCE,
-                        format!(
-                            "source `{}` at `{}` cannot be read: {reason}",
-                            source.name, source.location
-                        ),
-                    )
-                    .in_file(
-                        if source.origin == phlo_transform_project::SourceOrigin::Declared {
-                            "phlo.toml".to_string()
-                        } else {
-                            source.location.clone()
-                        },
-                    )
-                    .with_help(
-                        "check that the location exists and is readable, or fix it in phlo.toml",
-                    ),
-                )),
+                Err(unreadable) => diags.push(unreadable_source(workspace, source, unreadable)),
             }
         }
         (snapshot, diags)
     }
+}
+
+/// R003 for a source whose data cannot be read: at the line of the file at fault when that is
+/// known (a malformed CSV row, a Delta log entry), else at the source's declaration.
+fn unreadable_source(workspace: &Workspace, source: &SourceDecl, e: Unreadable) -> Diagnostic {
+    let d = Diagnostic::error(
+        codes::UNREADABLE_SOURCE,
+        format!(
+            "source `{}` at `{}` cannot be read: {}",
+            source.name, source.location, e.reason
+        ),
+    );
+    if let Some(line) = e.line {
+        let file = e
+            .file
+            .as_deref()
+            .map(|f| workspace_relative(workspace, f))
+            .unwrap_or_else(|| source.location.clone());
+        return d
+            .in_file(file)
+            .at(line, 1)
+            .with_help("fix or replace the data; the engine reads every row of it");
+    }
+    let d = d
+        .in_file(
+            if source.origin == phlo_transform_project::SourceOrigin::Declared {
+                "phlo.toml".to_string()
+            } else {
+                source.location.clone()
+            },
+        )
+        .with_help("check that the location exists and is readable, or fix it in phlo.toml");
+    locate_declaration(workspace, source, d)
+}
+
+/// `path` relative to the workspace root when it is inside it, else as it is.
+fn workspace_relative(workspace: &Workspace, path: &Path) -> String {
+    path.strip_prefix(&workspace.root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Points a declared source's diagnostic at its `[source."…"]` header in phlo.toml.
@@ -101,9 +123,34 @@ fn locate_declaration(workspace: &Workspace, source: &SourceDecl, d: Diagnostic)
     }
 }
 
-fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
+fn read_state(source: &SourceDecl) -> Result<SourceState, Unreadable> {
+    let (state, read_path) = identify(source).map_err(|reason| Unreadable {
+        reason,
+        file: None,
+        line: None,
+    })?;
     let path = &source.path;
-    let (state, read_path) = match source.format {
+    // A Delta table is validated by its log (under the table directory), a file by itself.
+    let data = match source.format {
+        SourceFormat::Delta => path,
+        _ => &read_path,
+    };
+    crate::validate::validate(source.format, data)?;
+    let schema = read_schema(source.format, &read_path, path, &source.columns);
+    Ok(SourceState {
+        name: source.name.clone(),
+        format: source.format,
+        state,
+        read_path,
+        schema,
+        unreadable_data: None,
+    })
+}
+
+/// The state of a source's data (what identifies its contents) and the file to read.
+fn identify(source: &SourceDecl) -> Result<(String, PathBuf), String> {
+    let path = &source.path;
+    Ok(match source.format {
         SourceFormat::Parquet | SourceFormat::Csv => {
             let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
             if !meta.is_file() {
@@ -127,15 +174,6 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, String> {
                 serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
             (iceberg_state(&doc), metadata)
         }
-    };
-    let schema = read_schema(source.format, &read_path, path, &source.columns);
-    Ok(SourceState {
-        name: source.name.clone(),
-        format: source.format,
-        state,
-        read_path,
-        schema,
-        unreadable_data: None,
     })
 }
 
