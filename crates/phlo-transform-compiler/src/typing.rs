@@ -21,12 +21,14 @@ use datafusion::sql::TableReference;
 use phlo_transform_core::diagnostic::{codes, Location, Span};
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
 use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
+use crate::relax;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
@@ -141,18 +143,30 @@ pub(crate) fn infer(
             register(&ctx, name, schema.clone());
         }
     }
+    // Models with an unknown column whose query planned once the column was NULL (see
+    // `relax`), and the models typed against them: their schemas are registered for their
+    // readers, but they keep no schema of their own.
+    let mut relaxed = HashSet::new();
     // Models of one topological level only read earlier levels: plan each level in parallel,
     // then register its schemas for the next.
     for level in levels(models, order) {
         let mut work = Vec::with_capacity(level.len());
+        let mut against_relaxed = HashSet::new();
         for i in level {
-            // A model over an erroneous upstream is not typed: its error is already reported.
-            if models[i].has_errors
-                || models[i]
-                    .upstream
-                    .iter()
-                    .any(|&u| models[u].has_errors || models[u].schema.is_none())
-            {
+            if models[i].has_errors {
+                continue;
+            }
+            // A model over an erroneous upstream is not typed (its error is already reported),
+            // unless the upstream's relaxed schema stands in for it.
+            let mut typed_upstream = true;
+            for &u in &models[i].upstream {
+                if relaxed.contains(&u) {
+                    against_relaxed.insert(i);
+                } else if models[u].has_errors || models[u].schema.is_none() {
+                    typed_upstream = false;
+                }
+            }
+            if !typed_upstream {
                 continue;
             }
             if workspace.models[i].config.analysis.value == AnalysisMode::Off {
@@ -174,8 +188,93 @@ pub(crate) fn infer(
             }
         }
         for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, work) {
+            if against_relaxed.contains(&i) {
+                if typed_against_relaxed(i, planned, models, &ctx, diagnostics) {
+                    relaxed.insert(i);
+                }
+                continue;
+            }
+            let unknown = match &planned {
+                Planned::Unplannable(e) => relax::unknown_column(e),
+                _ => None,
+            };
             record(i, planned, models, workspace, &ctx, diagnostics);
+            if let (Some(column), true) = (unknown, models[i].has_errors) {
+                if relax_model(i, column, models, &ctx, diagnostics) {
+                    relaxed.insert(i);
+                }
+            }
         }
+    }
+}
+
+/// Plans model `i` again with each unknown column replaced by NULL, reporting every further
+/// unknown column as T001, until it plans; then registers the relaxed schema for its readers.
+/// Returns whether it did. Another kind of error ends the attempt: it may be the NULL's doing.
+fn relax_model(
+    i: usize,
+    first: (Option<String>, String),
+    models: &mut [CompiledModel],
+    ctx: &SessionContext,
+    diagnostics: &mut Diagnostics,
+) -> bool {
+    let dotted = |t: &Target| match t {
+        Target::Model(u) => models[*u].name.to_string(),
+        Target::Source(s) => s.clone(),
+    };
+    let Some(mut query) = typing_query(models, i, &dotted) else {
+        return false;
+    };
+    let state = ctx.state();
+    let mut column = first;
+    for _ in 0..relax::MAX_ROUNDS {
+        if !relax::null_out(&mut query, column.0.as_deref(), &column.1) {
+            return false;
+        }
+        let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query.clone()))));
+        match futures::executor::block_on(state.statement_to_plan(statement)) {
+            Ok(plan) => {
+                let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                register(ctx, models[i].name.as_str(), arrow);
+                return true;
+            }
+            Err(e) => match relax::unknown_column(&e) {
+                Some(next) => {
+                    diagnostics.push(type_diagnostic(&e, &models[i]));
+                    column = next;
+                }
+                None => return false,
+            },
+        }
+    }
+    false
+}
+
+/// A model read a relaxed schema: its own unknown columns are reported (and relaxed in turn);
+/// other errors are not, since a NULL standing in for an upstream column may cause them. It
+/// keeps no schema (an upstream has errors); its schema is registered for its readers.
+fn typed_against_relaxed(
+    i: usize,
+    planned: Planned,
+    models: &mut [CompiledModel],
+    ctx: &SessionContext,
+    diagnostics: &mut Diagnostics,
+) -> bool {
+    match planned {
+        Planned::Typed(typed) => {
+            let arrow: SchemaRef = Arc::new(typed.analysed.schema().as_arrow().clone());
+            register(ctx, models[i].name.as_str(), arrow);
+            true
+        }
+        Planned::Unplannable(e) => match relax::unknown_column(&e) {
+            Some(column) => {
+                diagnostics.push(type_diagnostic(&e, &models[i]));
+                models[i].has_errors = true;
+                relax_model(i, column, models, ctx, diagnostics)
+            }
+            None => false,
+        },
+        Planned::Rejected(_) => false,
     }
 }
 
