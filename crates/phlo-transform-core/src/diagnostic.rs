@@ -39,6 +39,8 @@ pub mod codes {
     pub const INVALID_GLOB: Code = Code("C003");
     pub const INVALID_SOURCE: Code = Code("C004");
     pub const UNKNOWN_CONTRACT_MODEL: Code = Code("C005");
+    /// A key or directive spelled the other way (`materialised`): accepted, with a warning.
+    pub const SPELLING_ALIAS: Code = Code("C006");
     // PARSE
     pub const SYNTAX_ERROR: Code = Code("S001");
     pub const NOT_A_QUERY: Code = Code("S002");
@@ -110,6 +112,9 @@ pub mod codes {
     pub const SQL_RUNTIME_ERROR: Code = Code("E006");
     /// The model's rows break a NOT NULL or CHECK constraint of its table.
     pub const CONSTRAINT_VIOLATED: Code = Code("E007");
+    /// The plan blocked a model before the run (a compile error in it or upstream, a source
+    /// that cannot be read, a stale source under `block`): the message says which.
+    pub const BLOCKED_BY_PLAN: Code = Code("E008");
     // TEST
     pub const TEST_FAILED: Code = Code("X001");
     pub const TEST_ERROR: Code = Code("X002");

@@ -302,7 +302,17 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
             let s = match m.decision {
                 Decision::Skip => NodeState::Skipped,
                 Decision::Cached => NodeState::Cached,
-                Decision::Blocked => NodeState::Blocked,
+                Decision::Blocked => {
+                    // Blocked by the plan: the report says why, as the plan did.
+                    r.error = m.reasons.first().map(|reason| {
+                        report::ErrorInfo::new(
+                            failure::Category::Dependency,
+                            phlo_transform_core::diagnostic::codes::BLOCKED_BY_PLAN,
+                            reason.detail.clone(),
+                        )
+                    });
+                    NodeState::Blocked
+                }
                 Decision::Build => NodeState::Pending,
             };
             r.status = s.label().into();

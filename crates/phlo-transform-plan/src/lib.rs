@@ -461,6 +461,87 @@ pub fn materialised_upstream(c: &Compilation, i: usize) -> BTreeSet<usize> {
     out
 }
 
+/// Why a model has no version: its own compile error (code, place and message), an upstream
+/// model's, or a source that cannot be read. The first cause found is given; `check` lists
+/// them all.
+fn why_unversioned(c: &Compilation, i: usize) -> Reason {
+    let m = &c.models[i];
+    let reason = |detail: String, subject: Option<String>| {
+        Reason::new(ReasonKind::UnknownState, detail, subject)
+    };
+    if let Some(d) = c
+        .diagnostics
+        .iter()
+        .find(|d| d.is_error() && d.file.as_deref() == Some(m.path.as_str()))
+    {
+        let place = match d.line {
+            Some(line) => format!("{}:{line}", m.path),
+            None => m.path.clone(),
+        };
+        return reason(
+            format!(
+                "does not compile: error[{}] at {place}: {}",
+                d.code.0, d.message
+            ),
+            None,
+        );
+    }
+    if let Some(s) = m
+        .sources
+        .iter()
+        .find(|s| !c.catalog.sources.contains_key(*s))
+    {
+        return reason(
+            format!("source {s} cannot be read (see `phlo-transform check`)"),
+            Some(s.clone()),
+        );
+    }
+    if let Some(&u) = m.upstream.iter().find(|&&u| c.models[u].version.is_none()) {
+        let upstream = &c.models[u].name;
+        return reason(
+            format!("upstream {upstream} is blocked by a compile error"),
+            Some(upstream.to_string()),
+        );
+    }
+    reason("the model has compile errors".into(), None)
+}
+
+/// With compile errors in the workspace, a model that compiles is still blocked when a source
+/// it reads had an error (its catalog could not load it) or an upstream model is blocked: the
+/// rest of the selection runs (SPEC §63), these do not.
+fn blocked_by_errors(
+    c: &Compilation,
+    i: usize,
+    decided: &HashMap<usize, Decision>,
+) -> Option<Reason> {
+    let m = &c.models[i];
+    for s in &m.sources {
+        if let Some(why) = c
+            .catalog
+            .sources
+            .get(s)
+            .and_then(|st| st.unreadable_data.as_ref())
+        {
+            return Some(Reason::new(
+                ReasonKind::UnknownState,
+                format!("source {s} cannot be read: {why}"),
+                Some(s.clone()),
+            ));
+        }
+    }
+    materialised_upstream(c, i)
+        .into_iter()
+        .find(|u| decided.get(u) == Some(&Decision::Blocked))
+        .map(|u| {
+            let upstream = &c.models[u].name;
+            Reason::new(
+                ReasonKind::UnknownState,
+                format!("upstream {upstream} is blocked"),
+                Some(upstream.to_string()),
+            )
+        })
+}
+
 fn decide(
     c: &Compilation,
     i: usize,
@@ -470,15 +551,13 @@ fn decide(
 ) -> (Decision, Vec<Reason>) {
     let m = &c.models[i];
     let Some(desired) = &m.version else {
-        return (
-            Decision::Blocked,
-            vec![Reason::new(
-                ReasonKind::UnknownState,
-                "the model or an upstream model has compile errors",
-                None,
-            )],
-        );
+        return (Decision::Blocked, vec![why_unversioned(c, i)]);
     };
+    if c.has_errors() {
+        if let Some(reason) = blocked_by_errors(c, i, decided) {
+            return (Decision::Blocked, vec![reason]);
+        }
+    }
     let Some(rec) = recorded else {
         return (
             Decision::Build,
