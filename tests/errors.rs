@@ -71,10 +71,30 @@ fn a_cycle_is_reported_with_its_whole_path() {
     assert_eq!(message, "dependency cycle: lab.a → lab.c → lab.b → lab.a");
 }
 
+/// A compile error blocks the models it reaches; what compiles still runs (issue 11).
 #[test]
-fn run_refuses_to_execute_a_workspace_with_compile_errors() {
+fn run_builds_what_compiles_and_blocks_what_does_not() {
     let ws = common::workspace("errors/unresolved_relation");
-    let out = run(ws.path(), &["run"]);
+    let out = run(ws.path(), &["run", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let report = out.json();
+    assert_eq!(
+        common::by_name(&report, "status"),
+        common::map(&[("lab.results", "passed"), ("lab.summary", "blocked")])
+    );
+    let summary = &report["models"][1];
+    assert_eq!(summary["error"]["code"], "E006");
+    assert!(
+        summary["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("does not compile: error[R001] at workflows/lab/transforms/summary.sql:2"),
+        "{summary}"
+    );
+
+    // Nothing that compiles in the selection: refused, nothing created.
+    let ws = common::workspace("errors/unresolved_relation");
+    let out = run(ws.path(), &["run", "lab.summary"]);
     assert_eq!(out.code, 2);
     assert!(!ws.path().join(".phlo/warehouse").exists());
 }

@@ -2,7 +2,7 @@
 //! the exit code.
 
 use phlo_transform_adapter::Adapter;
-use phlo_transform_compiler::Compilation;
+use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_plan::{Decision, Plan, PlanInputs, SelectorSpec};
@@ -14,16 +14,37 @@ use std::sync::Arc;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
-    compile, open_engine, open_state, render, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
-    LOCAL_ENVIRONMENT,
+    compile, open_engine, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
+    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
-pub(super) fn unknown_model(c: &Compilation, name: &str) -> Diagnostic {
+fn unknown_model(c: &Compilation, name: &str) -> Diagnostic {
     let names = c.models.iter().map(|m| m.name.as_str());
     Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
         .with_suggestions(phlo_transform_core::did_you_mean(name, names))
         .with_help("`phlo-transform list` shows every model")
+}
+
+/// The model a name given on the command line means: an exact name or URI, or a unique
+/// suffix (as selectors read it). P008 with did-you-mean for none, L006 with the candidates
+/// for several.
+pub(super) fn resolve_model(c: &Compilation, name: &str) -> Result<usize, Diagnostic> {
+    match c.lookup_model(name) {
+        ModelLookup::Found(i) => Ok(i),
+        ModelLookup::Missing => Err(unknown_model(c, name)),
+        ModelLookup::Ambiguous(hits) => {
+            let candidates: Vec<String> =
+                hits.iter().map(|&i| c.models[i].name.to_string()).collect();
+            Err(Diagnostic::error(
+                codes::AMBIGUOUS_SELECTOR,
+                format!("`{name}` is ambiguous: {} models end with it", hits.len()),
+            )
+            .with_note(format!("candidates: {}", candidates.join(", ")))
+            .with_suggestions(candidates)
+            .with_help("write more of the name, e.g. one of the candidates"))
+        }
+    }
 }
 
 pub(super) fn fatal(d: Diagnostic, json: bool) -> u8 {
@@ -34,6 +55,16 @@ pub(super) fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
     render::diagnostics(&Diagnostics(diags), None, json);
     EXIT_ERRORS
 }
+
+/// Every artifact a command writes to `.phlo/transform/` (`clean` removes them all).
+const ARTIFACTS: [&str; 6] = [
+    "manifest.json",
+    "lineage.json",
+    "openlineage.json",
+    "graph.json",
+    "plan.json",
+    "run.json",
+];
 
 fn write_artifact(
     paths: &Paths,
@@ -152,7 +183,7 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     } else {
         let state = if spec.reads_state() {
             let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
-            let store = match open_state(paths).await {
+            let store = match open_state_read_only(paths).await {
                 Ok(s) => s,
                 Err(d) => return fatal(d, json),
             };
@@ -211,12 +242,16 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    let Some(i) = c.model_index(name) else {
-        return fatal(unknown_model(c, name), json);
+    let i = match resolve_model(c, name) {
+        Ok(i) => i,
+        Err(_) if c.workspace.sources.iter().any(|s| s.name == name) => {
+            return inspect_source(c, name, json)
+        }
+        Err(d) => return fatal(d, json),
     };
     let m = &c.models[i];
     let file = &c.workspace.models[i];
-    let recorded = match open_state(paths).await {
+    let recorded = match open_state_read_only(paths).await {
         Ok(store) => store
             .materializations(LOCAL_ENVIRONMENT)
             .await
@@ -265,19 +300,22 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         _ => Vec::new(),
     };
     if json {
-        println!(
-            "{}",
-            json!({
-                "name": m.name, "id": m.id, "uri": m.name.uri(), "path": m.path,
-                "namespace": file.namespace, "materialization": m.materialization,
-                "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
-                "config": file.config, "directives": file.directives, "schema": m.schema,
-                "column_lineage": column_sources,
-                "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status, "sql_change": sql_change,
-                           "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
-                "diagnostics": diags,
-            })
-        );
+        let mut report = json!({
+            "kind": "model",
+            "name": m.name, "id": m.id, "uri": m.name.uri(), "path": m.path,
+            "namespace": file.namespace, "materialization": m.materialization,
+            "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
+            "directives": file.directives, "schema": m.schema,
+            "column_lineage": column_sources,
+            "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status, "sql_change": sql_change,
+                       "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
+            "diagnostics": diags,
+        });
+        // The effective configuration is what --config asks for, in JSON as in text.
+        if config {
+            report["config"] = json!(file.config);
+        }
+        println!("{report}");
         return EXIT_OK;
     }
     println!("Model: {}", m.name);
@@ -297,8 +335,18 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
     }
     if config {
         println!("\nConfiguration:");
-        for (key, value, origin) in file.config.rows() {
-            println!("  {key:<13} {value:<24} from {}", origin.describe());
+        let rows = file.config.rows();
+        let key_width = rows.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
+        let value_width = rows
+            .iter()
+            .map(|(_, v, _)| v.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (key, value, origin) in rows {
+            println!(
+                "  {key:<key_width$}  {value:<value_width$}  from {}",
+                origin.describe()
+            );
         }
     }
     match &m.schema {
@@ -373,6 +421,86 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
             phlo_transform_compiler::SqlChange::Semantic => "semantic",
         };
         println!("  SQL change: {text}");
+    }
+    EXIT_OK
+}
+
+/// `inspect <source>`: where a source is read from, its state and columns, and the models
+/// that read it.
+fn inspect_source(c: &Compilation, name: &str, json: bool) -> u8 {
+    let decl = c
+        .workspace
+        .sources
+        .iter()
+        .find(|s| s.name == name)
+        .expect("the caller found the source");
+    let state = c.catalog.sources.get(name);
+    let columns: Option<Vec<(String, String)>> = state.and_then(|s| match &s.schema {
+        phlo_transform_compiler::schemas::SourceSchema::Known(schema) => Some(
+            schema
+                .fields()
+                .iter()
+                .map(|f| (f.name().clone(), f.data_type().to_string()))
+                .collect(),
+        ),
+        phlo_transform_compiler::schemas::SourceSchema::Unknown(_) => None,
+    });
+    let used_by: Vec<&str> = c
+        .models
+        .iter()
+        .filter(|m| m.sources.iter().any(|s| s == name))
+        .map(|m| m.name.as_str())
+        .collect();
+    let diags: Vec<&Diagnostic> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains(&format!("`{name}`")))
+        .collect();
+    if json {
+        println!(
+            "{}",
+            json!({
+                "kind": "source",
+                "name": name, "format": decl.format, "location": decl.location,
+                "origin": decl.origin, "owner": decl.owner, "description": decl.description,
+                "state": state.map(|s| &s.state),
+                "columns": columns.as_ref().map(|cols| cols.iter().map(|(n, t)| json!({"name": n, "type": t})).collect::<Vec<_>>()),
+                "used_by": used_by,
+                "diagnostics": diags,
+            })
+        );
+        return EXIT_OK;
+    }
+    println!("Source: {name}");
+    println!("Location: {}", decl.location);
+    println!("Format: {}", json!(decl.format).as_str().unwrap_or("?"));
+    println!(
+        "State: {}",
+        state.map(|s| s.state.as_str()).unwrap_or("unreadable")
+    );
+    match &columns {
+        Some(cols) => {
+            println!("\nColumns:");
+            let width = cols.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+            for (n, t) in cols {
+                println!("  {n:<width$}  {t}");
+            }
+        }
+        None => println!("\nColumns: unknown"),
+    }
+    println!("\nUsed by:");
+    for u in &used_by {
+        println!("  {u}");
+    }
+    if used_by.is_empty() {
+        println!("  (nothing)");
+    }
+    if !diags.is_empty() {
+        render::diagnostics(
+            &Diagnostics(diags.into_iter().cloned().collect()),
+            Some(&c.workspace),
+            false,
+        );
     }
     EXIT_OK
 }
@@ -527,7 +655,7 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
 /// when a column removal breaks a downstream model, the plan says which change broke which
 /// reader, and where (SPEC §51), before anything runs.
 async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, json: bool) -> u8 {
-    let changes = match open_state(paths).await {
+    let changes = match open_state_read_only(paths).await {
         Ok(store) => store
             .materializations(LOCAL_ENVIRONMENT)
             .await
@@ -561,18 +689,66 @@ pub async fn run(
     full_refresh: bool,
     json: bool,
 ) -> u8 {
-    let c = match compile_or_report(paths, json) {
+    // Compile errors block the models they reach; the rest of the selection still runs, and
+    // the exit code is 2 when a selected model was blocked (SPEC §63).
+    let c = match compile(paths) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(d) => return fatal(d, json),
     };
-    execute_plan(paths, c, &exec, json, "run", spec, |p| {
+    if !json {
+        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
+    }
+    let mut blocked = false;
+    if c.has_errors() {
+        let planned = match open_state(paths).await {
+            Ok(store) => {
+                let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+                make_plan(c, &engine, store.as_ref(), spec).await
+            }
+            Err(d) => Err(vec![d]),
+        };
+        let p = match planned {
+            Ok(p) => p,
+            Err(diags) => return fatal_all(diags, json),
+        };
+        blocked = p.models.iter().any(blocked_by_compile_errors);
+        if p.models.iter().all(blocked_by_compile_errors) {
+            // Nothing selected can run: refused, as for a workspace that does not compile.
+            if json {
+                print_check_json(c);
+            } else {
+                eprintln!("error: compilation failed: {}", render::summary_line(c));
+            }
+            return EXIT_ERRORS;
+        }
+    }
+    let code = execute_plan(paths, c, &exec, json, "run", spec, |p| {
         Ok(if full_refresh {
             full_refresh_plan(p)
         } else {
             p
         })
     })
-    .await
+    .await;
+    if blocked && code != EXIT_ERRORS {
+        if !json {
+            eprintln!(
+                "error: compile errors blocked part of the selection: {}",
+                render::summary_line(c)
+            );
+        }
+        return EXIT_ERRORS;
+    }
+    code
+}
+
+/// A planned model that cannot build because of compile errors (its own, an upstream's, or a
+/// source's).
+fn blocked_by_compile_errors(m: &phlo_transform_plan::PlannedModel) -> bool {
+    m.decision == Decision::Blocked
+        && m.reasons
+            .iter()
+            .any(|r| r.kind == phlo_transform_plan::ReasonKind::UnknownState)
 }
 
 /// `run --full-refresh`: every selected incremental model is rebuilt in full, changed or not.
@@ -801,13 +977,7 @@ async fn execute_plan(
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
     let mut removed = Vec::new();
     let mut targets = vec![paths.warehouse.clone()];
-    for name in [
-        "manifest.json",
-        "graph.json",
-        "plan.json",
-        "run.json",
-        "openlineage.json",
-    ] {
+    for name in ARTIFACTS {
         targets.push(paths.artifacts.join(name));
     }
     // A PostgreSQL state is shared: `clean` never drops it.

@@ -10,12 +10,15 @@ use phlo_transform_project::Materialization;
 use phlo_transform_state::MaterializedVersion;
 use serde::Serialize;
 
-use super::commands::{fatal, fatal_all, make_plan, unknown_model};
-use super::{compile, open_state, render, Paths, EXIT_ERRORS, EXIT_OK, LOCAL_ENVIRONMENT};
+use super::commands::{fatal, fatal_all, make_plan, resolve_model};
+use super::{
+    compile, open_state_read_only, render, Paths, EXIT_ERRORS, EXIT_OK, LOCAL_ENVIRONMENT,
+};
 
 #[derive(Serialize)]
 struct Explanation<'a> {
-    model: &'a str,
+    /// `name`, as in every other model report (`inspect`, `list`, `plan`).
+    name: &'a str,
     uri: String,
     id: &'a str,
     path: &'a str,
@@ -34,15 +37,16 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    let Some(i) = c.model_index(name) else {
-        return fatal(unknown_model(c, name), json);
+    let i = match resolve_model(c, name) {
+        Ok(i) => i,
+        Err(d) => return fatal(d, json),
     };
     if c.has_errors() {
         render::diagnostics(&c.diagnostics, Some(&c.workspace), json);
         return EXIT_ERRORS;
     }
     let m = &c.models[i];
-    let store = match open_state(paths).await {
+    let store = match open_state_read_only(paths).await {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
@@ -76,7 +80,7 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         .find(|s| s.model == m.name.as_str())
         .cloned();
     let e = Explanation {
-        model: m.name.as_str(),
+        name: m.name.as_str(),
         uri: m.name.uri(),
         id: &m.id,
         path: &m.path,
@@ -97,7 +101,7 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
 }
 
 fn print_text(e: &Explanation) {
-    println!("Model:         {}", e.model);
+    println!("Model:         {}", e.name);
     println!("ID:            {}", e.uri);
     println!("Path:          {}", e.path);
     println!("Materialised:  {}", e.materialization);

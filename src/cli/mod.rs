@@ -144,9 +144,9 @@ pub enum Command {
         #[command(flatten)]
         args: diff::DiffCliArgs,
     },
-    /// Remove the local warehouse and artifacts (and with --state, the state database).
+    /// Remove the local warehouse and artifacts (and with --all, the SQLite state database).
     Clean {
-        /// Also remove the state database.
+        /// Also remove the SQLite state database (a PostgreSQL state is shared: never dropped).
         #[arg(long = "all")]
         all: bool,
     },
@@ -262,17 +262,33 @@ pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
 pub async fn open_state(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
     phlo_transform_state::open(&paths.state)
         .await
-        .map_err(|e| {
-            let help = match &paths.state {
-                StateLocation::Sqlite(_) => {
-                    "check that the state path is writable, or pass another with --state"
-                }
-                StateLocation::Postgres(_) => {
-                    "check that PostgreSQL is running, reachable at that address and that the database exists; or pass a SQLite file path with --state / PHLO_STATE_URL"
-                }
-            };
-            Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
-        })
+        .map_err(|e| state_unavailable(paths, e))
+}
+
+/// Opens the state store for a command that only reads it (`inspect`, `explain`, `list`,
+/// `state …`): nothing is created. A state that does not exist yet reads as empty, unless the
+/// workspace directory does not exist either: then the same P001 every command gives.
+pub async fn open_state_read_only(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
+    if matches!(&paths.state, StateLocation::Sqlite(p) if !p.exists()) && !paths.root.is_dir() {
+        // Workspace::load fails at once, with P001, on a directory that does not exist.
+        Workspace::load(&paths.root)?;
+    }
+    phlo_transform_state::open_existing(&paths.state)
+        .await
+        .map_err(|e| state_unavailable(paths, e))
+}
+
+/// Y001 for a state store that cannot be opened, with where to look.
+fn state_unavailable(paths: &Paths, e: phlo_transform_state::StateError) -> Diagnostic {
+    let help = match &paths.state {
+        StateLocation::Sqlite(_) => {
+            "check that the state path is writable, or pass another with --state"
+        }
+        StateLocation::Postgres(_) => {
+            "check that PostgreSQL is running, reachable at that address and that the database exists; or pass a SQLite file path with --state / PHLO_STATE_URL"
+        }
+    };
+    Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
 }
 
 pub async fn open_engine(paths: &Paths, c: &Compilation) -> (LocalEngine, Vec<Diagnostic>) {

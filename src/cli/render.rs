@@ -66,7 +66,17 @@ fn selection_line(p: &Plan) -> String {
     if let Some(r) = &spec.since {
         terms.push(format!("--since {r}"));
     }
-    let mut counts = vec![format!("{} selected", sel.matched.len())];
+    // Ephemeral models are selected too, but listed apart from the planned ones.
+    let ephemeral = sel
+        .matched
+        .iter()
+        .filter(|n| p.ephemeral.contains(n))
+        .count();
+    let mut counts = vec![if ephemeral > 0 {
+        format!("{} selected ({ephemeral} ephemeral)", sel.matched.len())
+    } else {
+        format!("{} selected", sel.matched.len())
+    }];
     for (n, what) in [
         (sel.expanded.len(), "expanded"),
         (sel.required.len(), "dependencies"),
@@ -230,6 +240,12 @@ fn at(e: &phlo_transform_exec::ErrorInfo) -> String {
         .unwrap_or_default()
 }
 
+/// `  STATUS   name  detail` of a run report, without trailing spaces when there is no detail.
+fn row(out: &mut String, status: &str, name: &str, width: usize, detail: &str) {
+    let line = format!("  {:<8} {name:<width$}  {detail}", status.to_uppercase());
+    let _ = writeln!(out, "{}", line.trim_end());
+}
+
 pub fn run(r: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run:  {}  (plan {})", r.run_id, r.plan_id);
@@ -257,12 +273,7 @@ pub fn run(r: &RunReport) -> String {
             (None, None, Some(ms)) => format!("view in {ms} ms"),
             _ => String::new(),
         };
-        let _ = writeln!(
-            out,
-            "  {:<8} {:<width$}  {detail}",
-            m.status.to_uppercase(),
-            m.name
-        );
+        row(&mut out, &m.status, &m.name, width, &detail);
     }
     if !r.tests.is_empty() {
         let _ = writeln!(out, "Tests");
@@ -272,12 +283,7 @@ pub fn run(r: &RunReport) -> String {
                 .as_ref()
                 .map(|e| format!("{}: {}", e.code, e.message))
                 .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<8} {:<width$}  {detail}",
-                t.status.to_uppercase(),
-                t.name
-            );
+            row(&mut out, &t.status, &t.name, width, &detail);
         }
     }
     let c = &r.counts;

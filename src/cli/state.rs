@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::{open_state, render, Paths, EXIT_ERRORS, EXIT_OK};
+use super::{open_state_read_only, render, Paths, EXIT_ERRORS, EXIT_OK};
 
 #[derive(Subcommand)]
 pub enum StateCommand {
@@ -67,7 +67,7 @@ pub struct ModelReport {
 }
 
 pub async fn dispatch(paths: &Paths, command: StateCommand, json: bool) -> u8 {
-    let store = match open_state(paths).await {
+    let store = match open_state_read_only(paths).await {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
@@ -153,7 +153,7 @@ pub(super) async fn find_run(
                     many.len().min(CANDIDATES as usize)
                 ),
             )
-            .with_help("give more characters of the run id (candidates below, newest first)");
+            .with_help("give more characters of the run id (candidates above, newest first)");
             for r in many.iter().take(CANDIDATES as usize) {
                 d = d.with_note(candidate(r));
             }
@@ -269,30 +269,45 @@ fn render_runs(r: &RunsReport) -> String {
     out
 }
 
+/// One line per node, its details in aligned columns (duration, rows, version, start): a
+/// node without a row count (a view, a test) shows `-` rather than shifting the rest.
 fn node_lines(out: &mut String, title: &str, nodes: &[NodeRecord]) {
     let _ = writeln!(out, "\n{title} ({})", nodes.len());
     let width = nodes.iter().map(|n| n.node.len()).max().unwrap_or(0);
-    for n in nodes {
-        let mut detail = Vec::new();
-        if let Some(d) = n.duration_ms {
-            detail.push(duration(Some(d)));
-        }
-        if let Some(rows) = n.rows {
-            detail.push(format!("{rows} rows"));
-        }
-        if let Some(v) = &n.version {
-            detail.push(format!("version {}", short(v)));
-        }
-        if let Some(s) = &n.started_at {
-            detail.push(format!("started {s}"));
-        }
-        let _ = writeln!(
-            out,
+    let details: Vec<[String; 4]> = nodes
+        .iter()
+        .map(|n| {
+            [
+                n.duration_ms.map(|d| duration(Some(d))),
+                n.rows.map(|rows| format!("{rows} rows")),
+                n.version.as_ref().map(|v| format!("version {}", short(v))),
+                n.started_at.as_ref().map(|s| format!("started {s}")),
+            ]
+            .map(|d| d.unwrap_or_else(|| "-".into()))
+        })
+        .collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|k| {
+            details
+                .iter()
+                .map(|d| d[k].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (n, detail) in nodes.iter().zip(&details) {
+        let columns: Vec<String> = detail
+            .iter()
+            .zip(&widths)
+            .map(|(d, &w)| format!("{d:<w$}"))
+            .collect();
+        let line = format!(
             "  {:<8} {:<width$}  {}",
             n.status,
             n.node,
-            detail.join("  ")
+            columns.join("  ")
         );
+        let _ = writeln!(out, "{}", line.trim_end());
         if let (Some(code), Some(message)) = (&n.error_code, &n.error_message) {
             let _ = writeln!(out, "           error[{code}]: {message}");
         }

@@ -81,6 +81,15 @@ pub struct Compilation {
     pub diagnostics: Diagnostics,
 }
 
+/// What [`Compilation::lookup_model`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelLookup {
+    Found(usize),
+    /// Several models end with the name; their indexes.
+    Ambiguous(Vec<usize>),
+    Missing,
+}
+
 impl Compilation {
     pub fn compile(
         mut workspace: Workspace,
@@ -162,6 +171,23 @@ impl Compilation {
     pub fn model_index(&self, name: &str) -> Option<usize> {
         let name = ModelName::parse(name);
         self.models.binary_search_by(|m| m.name.cmp(&name)).ok()
+    }
+
+    /// The model a name given by a person means, as selectors read it: an exact name or
+    /// `model://` URI, else a suffix of whole segments that only one model has
+    /// (`result_facts` for `assay.marts.result_facts`).
+    pub fn lookup_model(&self, name: &str) -> ModelLookup {
+        if let Some(i) = self.model_index(name) {
+            return ModelLookup::Found(i);
+        }
+        let hits: Vec<usize> = (0..self.models.len())
+            .filter(|&i| self.models[i].name.ends_with_segments(name))
+            .collect();
+        match hits.as_slice() {
+            [] => ModelLookup::Missing,
+            [i] => ModelLookup::Found(*i),
+            _ => ModelLookup::Ambiguous(hits),
+        }
     }
 
     pub fn config(&self, index: usize) -> &EffectiveConfig {

@@ -74,7 +74,8 @@ impl fmt::Display for ModelName {
 }
 
 /// Up to three candidates close to `wanted`, best first (Jaro-Winkler over the whole name and
-/// over its last segment, so `assay.reslts` finds `assay.results`).
+/// over its last segment, so `assay.reslts` finds `assay.results`). One edit or swap of two
+/// neighbours always counts as close: Jaro-Winkler misses it in short words (`kip` → `kpi`).
 pub fn did_you_mean<'a, I>(wanted: &str, candidates: I) -> Vec<String>
 where
     I: IntoIterator<Item = &'a str>,
@@ -84,8 +85,13 @@ where
         .into_iter()
         .map(|c| {
             let last = c.rsplit('.').next().unwrap_or(c);
-            let score =
-                strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last));
+            let one_edit =
+                |a: &str, b: &str| a.chars().count() >= 2 && strsim::osa_distance(a, b) <= 1;
+            let score = if one_edit(wanted, c) || one_edit(wanted_last, last) {
+                1.0
+            } else {
+                strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last))
+            };
             (score, c)
         })
         .filter(|(score, _)| *score >= 0.8)
@@ -118,6 +124,12 @@ mod tests {
         assert!(n.ends_with_segments("raw_results"));
         assert!(n.ends_with_segments("assay.raw_results"));
         assert!(!n.ends_with_segments("results"));
+    }
+
+    #[test]
+    fn a_swapped_pair_in_a_short_word_is_suggested() {
+        assert_eq!(did_you_mean("kip", ["kpi", "gold", "qc"]), ["kpi"]);
+        assert_eq!(did_you_mean("tag", ["kpi"]), Vec::<String>::new());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! and `--exclude` terms subtract last and absolutely. Models the selection reads but does not
 //! contain are its *dependencies* (`required`): the planner builds them only when missing.
 
-use phlo_transform_compiler::Compilation;
+use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{did_you_mean, Diagnostic, ModelName};
 use phlo_transform_project::Materialization;
@@ -286,29 +286,23 @@ impl Resolver<'_> {
             Body::Pattern(p) if is_glob(p) => all
                 .filter(|&i| glob_match(p, c.models[i].name.as_str()))
                 .collect(),
-            Body::Pattern(p) => match c.model_index(p) {
-                Some(i) => BTreeSet::from([i]),
-                None => {
-                    let name = ModelName::new(p.clone());
-                    let hits: BTreeSet<usize> = all
-                        .filter(|&i| c.models[i].name.ends_with_segments(name.as_str()))
-                        .collect();
-                    if hits.len() > 1 {
-                        let candidates: Vec<String> =
-                            hits.iter().map(|&i| c.models[i].name.to_string()).collect();
-                        return Err(Diagnostic::error(
-                            codes::AMBIGUOUS_SELECTOR,
-                            format!(
-                                "selector `{}` is ambiguous: {} models end with `{p}`",
-                                term.text,
-                                hits.len()
-                            ),
-                        )
-                        .with_note(format!("candidates: {}", candidates.join(", ")))
-                        .with_suggestions(candidates)
-                        .with_help("write more of the name, e.g. one of the candidates"));
-                    }
-                    hits
+            Body::Pattern(p) => match c.lookup_model(p) {
+                ModelLookup::Found(i) => BTreeSet::from([i]),
+                ModelLookup::Missing => BTreeSet::new(),
+                ModelLookup::Ambiguous(hits) => {
+                    let candidates: Vec<String> =
+                        hits.iter().map(|&i| c.models[i].name.to_string()).collect();
+                    return Err(Diagnostic::error(
+                        codes::AMBIGUOUS_SELECTOR,
+                        format!(
+                            "selector `{}` is ambiguous: {} models end with `{p}`",
+                            term.text,
+                            hits.len()
+                        ),
+                    )
+                    .with_note(format!("candidates: {}", candidates.join(", ")))
+                    .with_suggestions(candidates)
+                    .with_help("write more of the name, e.g. one of the candidates"));
                 }
             },
         };

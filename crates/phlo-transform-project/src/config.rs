@@ -137,6 +137,7 @@ pub struct ColumnSection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TransformSection {
+    #[serde(alias = "default_materialisation")]
     pub default_materialization: Option<Materialization>,
     pub default_schema: Option<String>,
     pub default_catalog: Option<String>,
@@ -217,6 +218,7 @@ pub struct SourceSection {
 #[serde(deny_unknown_fields)]
 pub struct RootConfig {
     pub namespace: Option<String>,
+    #[serde(alias = "materialised")]
     pub materialized: Option<Materialization>,
     pub schema: Option<String>,
     pub owner: Option<String>,
@@ -230,10 +232,73 @@ pub struct RootConfig {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FolderSettings {
+    #[serde(alias = "materialised")]
     pub materialized: Option<Materialization>,
     pub schema: Option<String>,
     pub owner: Option<String>,
     pub tags: Option<Vec<String>>,
+}
+
+/// Keys accepted in the other spelling, and the one the documentation uses.
+const SPELLING_ALIASES: [(&str, &str); 2] = [
+    ("materialised", "materialized"),
+    ("default_materialisation", "default_materialization"),
+];
+
+/// The other spellings accepted for configuration keys.
+pub(crate) fn alias_spellings() -> impl Iterator<Item = &'static str> {
+    SPELLING_ALIASES.iter().map(|(alias, _)| *alias)
+}
+
+/// `(line, alias, key)` for each configuration key of `text` spelled the other way
+/// (`materialised`): serde accepts them as aliases; this says where, for the hint. Only the
+/// tables that have such a key are looked at (`[transform]`, the top level of a
+/// transform.toml, its `[folder.*]` tables), never user data such as `[vars]`.
+pub(crate) fn spelling_aliases(text: &str) -> Vec<(usize, &'static str, &'static str)> {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut tables: Vec<(String, &toml::Table)> = vec![(String::new(), &doc)];
+    if let Some(t) = doc.get("transform").and_then(toml::Value::as_table) {
+        tables.push(("transform".into(), t));
+    }
+    if let Some(folders) = doc.get("folder").and_then(toml::Value::as_table) {
+        for (name, t) in folders {
+            if let Some(t) = t.as_table() {
+                tables.push((format!("folder.{name}"), t));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (header, table) in tables {
+        for (alias, key) in SPELLING_ALIASES {
+            if table.contains_key(alias) {
+                found.push((key_line(text, &header, alias), alias, key));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The line of `key = …` in the table `header` (`""` for the top level), 1-based; 1 when not
+/// found.
+fn key_line(text: &str, header: &str, key: &str) -> usize {
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if let Some(h) = trimmed.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            current = h.trim().replace(['"', ' '], "");
+            continue;
+        }
+        let is_key = trimmed
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if is_key && current == header.replace('"', "") {
+            return i + 1;
+        }
+    }
+    1
 }
 
 impl RootConfig {

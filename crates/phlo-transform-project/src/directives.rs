@@ -178,7 +178,7 @@ impl Directives {
                             err(
                                 codes::CONFLICTING_DIRECTIVES,
                                 format!(
-                                    "conflicting materializations: `{}` (line {}) and `{m}`",
+                                    "conflicting materialisations: `{}` (line {}) and `{m}`",
                                     prev.value, prev.line
                                 ),
                             )
@@ -219,14 +219,25 @@ impl Directives {
                     no_args(&mut diags);
                     set_materialized(Materialization::parse(word).expect("known"), &mut diags);
                 }
-                "materialized" => {
+                "materialized" | "materialised" => {
+                    if word == "materialised" {
+                        diags.push(
+                            Diagnostic::warning(
+                                codes::SPELLING_ALIAS,
+                                "`@materialised` is read as `@materialized`",
+                            )
+                            .in_file(file)
+                            .at(line, column)
+                            .with_help("spell it `@materialized`, as the documentation does"),
+                        );
+                    }
                     if needs_args(&mut diags, "table") {
                         match Materialization::parse(args) {
                             Some(m) => set_materialized(m, &mut diags),
                             None => diags.push(
                                 err(
                                     codes::INVALID_DIRECTIVE_ARGUMENT,
-                                    format!("unknown materialization `{args}`"),
+                                    format!("unknown materialisation `{args}`"),
                                 )
                                 .with_help("use one of: view, table, ephemeral, incremental"),
                             ),

@@ -178,7 +178,20 @@ fn read_toml<T: serde::de::DeserializeOwned>(
         }
     };
     match toml::from_str::<T>(&text) {
-        Ok(v) => Some(v),
+        Ok(v) => {
+            for (line, alias, key) in crate::config::spelling_aliases(&text) {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        codes::SPELLING_ALIAS,
+                        format!("`{alias}` is read as `{key}`"),
+                    )
+                    .in_file(rel)
+                    .at(line, 1)
+                    .with_help(format!("spell it `{key}`, as the documentation does")),
+                );
+            }
+            Some(v)
+        }
         Err(e) => {
             diagnostics.push(toml_diagnostic(rel, &text, &e));
             None

@@ -54,6 +54,18 @@ impl StateLocation {
     }
 }
 
+/// Opens the state store at `location` for reading only: a SQLite file that does not exist
+/// yet is read as an empty store (nothing recorded) and is not created: commands that only
+/// look never leave a database behind.
+pub async fn open_existing(location: &StateLocation) -> Result<Arc<dyn StateStore>> {
+    match location {
+        StateLocation::Sqlite(path) if !path.exists() => {
+            Ok(Arc::new(SqliteStateStore::in_memory().await?))
+        }
+        _ => open(location).await,
+    }
+}
+
 /// Opens (creating or migrating as needed) the state store at `location`.
 pub async fn open(location: &StateLocation) -> Result<Arc<dyn StateStore>> {
     Ok(match location {

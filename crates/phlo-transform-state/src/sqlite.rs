@@ -46,6 +46,28 @@ impl SqliteStateStore {
             })?;
         Ok(SqliteStateStore { pool })
     }
+
+    /// An empty store in memory, migrated like a file: one connection, kept for the store's
+    /// life (an in-memory database ends with its connection).
+    pub async fn in_memory() -> Result<Self> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(|e| StateError::from_sqlx("invalid in-memory state", e))?;
+        let pool = SqlitePoolOptions::new()
+            .min_connections(1)
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|e| StateError::from_sqlx("cannot open an in-memory state database", e))?;
+        sqlx::migrate!("./migrations")
+            .run(&pool)
+            .await
+            .map_err(|e| StateError {
+                message: format!("state database migration failed: {e}"),
+            })?;
+        Ok(SqliteStateStore { pool })
+    }
 }
 
 crate::store::impl_state_store!(
