@@ -50,28 +50,31 @@ fn csv(path: &Path) -> Result<(), Unreadable> {
     let format = Format::default().with_header(true);
     let (schema, _) = format
         .infer_schema(&mut file, Some(CSV_INFERENCE_ROWS))
-        .map_err(|e| csv_error(&e.to_string()))?;
+        .map_err(|e| csv_error(&e.to_string(), &[]))?;
+    let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     file.seek(SeekFrom::Start(0)).map_err(io)?;
     let reader = ReaderBuilder::new(Arc::new(schema))
         .with_format(format)
         .build(file)
-        .map_err(|e| csv_error(&e.to_string()))?;
+        .map_err(|e| csv_error(&e.to_string(), &columns))?;
     for batch in reader {
-        batch.map_err(|e| csv_error(&e.to_string()))?;
+        batch.map_err(|e| csv_error(&e.to_string(), &columns))?;
     }
     Ok(())
 }
 
-/// Arrow's CSV errors name the line ("… for line 7, expected 3 got 4", "… at line 7"),
-/// counting the header as line 1, as an editor does.
-fn csv_error(message: &str) -> Unreadable {
+/// Arrow's CSV errors name the line: a row with the wrong number of fields by its line in the
+/// file (the header is line 1, as in an editor), a value that does not parse by its data row
+/// (the header not counted); both become the line in the file.
+fn csv_error(message: &str, columns: &[String]) -> Unreadable {
     let message = message
         .strip_prefix("Csv error: ")
         .or_else(|| message.strip_prefix("Parser error: "))
         .unwrap_or(message);
+    let data_row = usize::from(message.starts_with("Error while parsing value"));
     let line = message.split("line ").nth(1).and_then(|rest| {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok()
+        digits.parse::<usize>().ok().map(|line| line + data_row)
     });
     // The row data arrow appends repeats the line; the location already points at it.
     let reason = message.split(". Row data:").next().unwrap_or(message);
@@ -85,13 +88,36 @@ fn csv_error(message: &str) -> Unreadable {
         (Some((expected, found)), Some(line)) => {
             format!("line {line} has {found} fields where the header has {expected}")
         }
-        _ => reason.to_string(),
+        _ => match (bad_value(reason, columns), line) {
+            (Some(bad), Some(line)) => format!("line {line}: {bad}"),
+            _ => reason.to_string(),
+        },
     };
     Unreadable {
         reason: format!("malformed CSV: {reason}"),
         file: None,
         line,
     }
+}
+
+/// "Error while parsing value 'oops' as type 'Int64' for column 0 …" → "value 'oops' of
+/// column `id` is not an Int64, the type the first 1000 rows give it".
+fn bad_value(message: &str, columns: &[String]) -> Option<String> {
+    let rest = message.strip_prefix("Error while parsing value ")?;
+    let (value, rest) = rest.split_once(" as type '")?;
+    let (ty, rest) = rest.split_once('\'')?;
+    let index: usize = rest
+        .split("for column ")
+        .nth(1)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    let column = columns.get(index)?;
+    Some(format!(
+        "value {value} of column `{column}` is not {ty}, the type the engine infers from the first {CSV_INFERENCE_ROWS} rows"
+    ))
 }
 
 /// The footer must parse and every column chunk must lie inside the file: a file cut short
@@ -182,6 +208,11 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let e = validate(SourceFormat::Csv, &path).unwrap_err();
         assert_eq!(e.line, Some(1202), "{e:?}");
+        assert_eq!(
+            e.reason,
+            "malformed CSV: line 1202: value 'oops' of column `id` is not Int64, the type the \
+             engine infers from the first 1000 rows"
+        );
 
         std::fs::write(&path, "id,site\n1,ox\n").unwrap();
         assert_eq!(validate(SourceFormat::Csv, &path), Ok(()));
