@@ -87,11 +87,15 @@ where
             let last = c.rsplit('.').next().unwrap_or(c);
             let one_edit =
                 |a: &str, b: &str| a.chars().count() >= 2 && strsim::osa_distance(a, b) <= 1;
-            let score = if one_edit(wanted, c) || one_edit(wanted_last, last) {
-                1.0
+            let similarity =
+                strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last));
+            // One edit away qualifies, but ranks by similarity like the rest.
+            let floor = if one_edit(wanted, c) || one_edit(wanted_last, last) {
+                0.8
             } else {
-                strsim::jaro_winkler(wanted, c).max(strsim::jaro_winkler(wanted_last, last))
+                0.0
             };
+            let score = similarity.max(floor);
             (score, c)
         })
         .filter(|(score, _)| *score >= 0.8)
