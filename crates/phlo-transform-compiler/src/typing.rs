@@ -508,12 +508,18 @@ fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
     let mut helps = Vec::new();
     if let Some(dd) = diag {
         for n in &dd.notes {
-            d = d.with_note(n.message.clone());
+            // "possible column s.region" is a suggestion, shown once as "did you mean".
+            match n.message.strip_prefix("possible column ") {
+                Some(column) => d.suggestions.push(column.to_string()),
+                None => d = d.with_note(n.message.clone()),
+            }
         }
         helps.extend(dd.helps.iter().map(|h| h.message.clone()));
     }
     if diag.is_some() && first_line(&text) != d.message {
-        d = d.with_note(first_line(&text));
+        if let Some(note) = engine_note(&first_line(&text), code) {
+            d = d.with_note(note);
+        }
     }
     let help = if helps.is_empty() {
         default_help(code).to_string()
@@ -560,6 +566,20 @@ fn signature_diagnostic(name: &str, model: &CompiledModel) -> Diagnostic {
         Some(span) => d.with_span(span),
         None => d.at(1, 1),
     }
+}
+
+/// DataFusion's own wording of an error, as a note when it adds to the message: without its
+/// "Did you mean '…'?" (the suggestion is shown once, as "did you mean"), and for an unknown
+/// column only when it lists the valid fields.
+fn engine_note(line: &str, code: phlo_transform_core::Code) -> Option<String> {
+    let line = match line.find(" Did you mean") {
+        Some(at) => line[..at].trim_end(),
+        None => line,
+    };
+    if code == codes::UNKNOWN_COLUMN && !line.contains("Valid fields") {
+        return None;
+    }
+    Some(line.to_string())
 }
 
 fn first_line(text: &str) -> String {
