@@ -83,7 +83,7 @@ fn run_builds_what_compiles_and_blocks_what_does_not() {
         common::map(&[("lab.results", "passed"), ("lab.summary", "blocked")])
     );
     let summary = &report["models"][1];
-    assert_eq!(summary["error"]["code"], "E006");
+    assert_eq!(summary["error"]["code"], "E008");
     assert!(
         summary["error"]["message"]
             .as_str()

@@ -159,7 +159,7 @@ fn a_malformed_csv_row_is_r003_at_check_time_and_blocks_only_its_readers() {
         .iter()
         .find(|m| m["name"] == "shared.product_specs")
         .unwrap();
-    assert_eq!(specs["error"]["code"], "E006");
+    assert_eq!(specs["error"]["code"], "E008");
     assert_eq!(
         specs["error"]["message"],
         "source ref.specs cannot be read (see `phlo-transform check`)"
