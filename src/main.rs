@@ -1,16 +1,58 @@
 //! `phlo-transform`: the command line. A thin shell over the library crates: load the
 //! workspace, compile, plan, execute; every report exists first as a serialisable struct.
 
+/// Every line the CLI prints goes through these instead of std's macros (they shadow them in
+/// every module below): the text is scrubbed of secrets (`phlo_transform_core::secrets`), and
+/// a failed write (a closed pipe, a full disk) is ignored instead of panicking mid-run.
+macro_rules! println {
+    () => {
+        $crate::emit(&mut ::std::io::stdout(), String::new(), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::emit(&mut ::std::io::stdout(), format!($($arg)*), true)
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::emit(&mut ::std::io::stdout(), format!($($arg)*), false)
+    };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::emit(&mut ::std::io::stderr(), format!($($arg)*), false)
+    };
+}
+macro_rules! eprintln {
+    () => {
+        $crate::emit(&mut ::std::io::stderr(), String::new(), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::emit(&mut ::std::io::stderr(), format!($($arg)*), true)
+    };
+}
+
 mod cli;
+
+/// Writes `text` (and a newline) to `out` scrubbed of secrets; errors are dropped on purpose:
+/// the run's outcome is recorded in the state store, which does not depend on a terminal.
+fn emit(out: &mut dyn std::io::Write, text: String, newline: bool) {
+    let mut text = phlo_transform_core::secrets::scrub(&text);
+    if newline {
+        text.push('\n');
+    }
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Behave like other Unix tools when the reader goes away (`phlo-transform plan | head`).
+    // A reader that goes away (`phlo-transform run | head`) makes writes fail (EPIPE), which
+    // `emit` ignores: the process is not killed mid-run, so the run is still recorded as it
+    // ends. (Rust's runtime already ignores SIGPIPE; this says so explicitly.)
     #[cfg(unix)]
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     let args = cli::Cli::parse();
     // Views are inlined into the plans that read them, so a deep chain of views is a deep

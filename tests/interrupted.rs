@@ -1,5 +1,6 @@
 //! Interrupted runs (SPEC §65a) with the real binary: a run killed with SIGKILL halfway
-//! through a 50-model workspace, then `run --resume`; a run cancelled with SIGINT (Ctrl-C);
+//! through a 50-model workspace, then `run --resume`; a run cancelled with SIGINT (Ctrl-C) or
+//! SIGTERM;
 //! `run --retry-failed`; the coded refusals. Delta tables are checked by an independent
 //! reader (`tests/python/delta_counts.py`, needs `python3 -m pip install deltalake pyarrow`).
 
@@ -252,6 +253,17 @@ fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
 
 #[test]
 fn ctrl_c_cancels_cleanly_and_the_run_resumes() {
+    a_signal_cancels_cleanly_and_the_run_resumes(libc::SIGINT);
+}
+
+/// Issue 10: SIGTERM (what `kill`, systemd and container runtimes send) used to end the
+/// process at once and leave the run `running`.
+#[test]
+fn sigterm_cancels_cleanly_like_ctrl_c() {
+    a_signal_cancels_cleanly_and_the_run_resumes(libc::SIGTERM);
+}
+
+fn a_signal_cancels_cleanly_and_the_run_resumes(signal: i32) {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
     fifty_models(root);
@@ -262,7 +274,7 @@ fn ctrl_c_cancels_cleanly_and_the_run_resumes() {
     let run_id = wait_for_passes(&rt, &mut child, &state, 5);
     // SAFETY: signalling a child process this test started.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
     let status = child.wait().unwrap();
     assert_ne!(status.code(), Some(0), "an interrupted run exits non-zero");

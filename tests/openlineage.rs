@@ -228,7 +228,10 @@ fn read_lines(path: &Path) -> Vec<Value> {
 #[derive(Clone, Debug)]
 struct Request {
     path: String,
+    /// The last `Authorization` header.
     authorization: Option<String>,
+    /// How many `Authorization` headers the request had.
+    authorizations: usize,
     body: String,
 }
 
@@ -268,7 +271,7 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Request>>, delay: Duration) {
             return;
         }
         let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-        let (mut length, mut authorization) = (0, None);
+        let (mut length, mut authorization, mut authorizations) = (0, None, 0);
         loop {
             let mut header = String::new();
             reader.read_line(&mut header).unwrap();
@@ -279,7 +282,10 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Request>>, delay: Duration) {
             let (name, value) = header.split_once(':').unwrap();
             match name.to_ascii_lowercase().as_str() {
                 "content-length" => length = value.trim().parse().unwrap(),
-                "authorization" => authorization = Some(value.trim().to_string()),
+                "authorization" => {
+                    authorization = Some(value.trim().to_string());
+                    authorizations += 1;
+                }
                 _ => {}
             }
         }
@@ -289,6 +295,7 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Request>>, delay: Duration) {
         seen.lock().unwrap().push(Request {
             path,
             authorization,
+            authorizations,
             body: String::from_utf8(body).unwrap(),
         });
         let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
@@ -420,6 +427,32 @@ fn the_lab_example_design_document_validates() {
 
 // ---------------------------------------------------------------------------------------------
 // Run time
+
+/// Issue 10: userinfo in OPENLINEAGE__URL used to become a Basic header sent before the
+/// API key's Bearer one, so the collector never saw the key.
+#[test]
+fn userinfo_in_the_collector_url_does_not_drop_the_api_key() {
+    let collector = Collector::start(Duration::ZERO);
+    let ws = failing_workspace();
+    let url = collector
+        .url
+        .replacen("http://", "http://ol-user:ol-pass-77@", 1);
+    let ran = run_with(
+        ws.path(),
+        &["run", "--json"],
+        &[
+            ("OPENLINEAGE__URL", url),
+            ("OPENLINEAGE__API_KEY", KEY.to_string()),
+        ],
+    );
+    let requests = collector.requests();
+    assert!(!requests.is_empty(), "{}", ran.stderr);
+    for r in &requests {
+        assert_eq!(r.authorizations, 1, "{r:?}");
+        assert_eq!(r.authorization.as_deref(), Some(&*format!("Bearer {KEY}")));
+    }
+    assert!(!ran.stderr.contains("ol-pass-77"), "{}", ran.stderr);
+}
 
 const KEY: &str = "s3cr3t-api-key-4d2f";
 

@@ -74,9 +74,14 @@ fn write_artifact(
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(&paths.artifacts)?;
         let path = paths.artifacts.join(name);
-        let tmp = path.with_extension("json.tmp");
+        // A name of its own per writer: concurrent `check`/`plan` runs each rename a whole
+        // file into place (the last one wins) instead of failing on a shared temp file.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("json.{}.{n}.tmp", std::process::id()));
         // Compact: the manifest of a 10,000-model workspace is tens of megabytes.
-        std::fs::write(&tmp, serde_json::to_vec(value).expect("reports serialise"))?;
+        let text = serde_json::to_string(value).expect("reports serialise");
+        std::fs::write(&tmp, phlo_transform_core::secrets::scrub(&text))?;
         std::fs::rename(tmp, path)
     };
     write().map_err(|e| {
@@ -924,6 +929,43 @@ async fn execute_plan(
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
+    // One writer per environment, from before planning until the run is recorded.
+    let lease = match phlo_transform_exec::WriterLease::acquire(
+        store.clone(),
+        LOCAL_ENVIRONMENT,
+        WRITER_WAIT,
+    )
+    .await
+    {
+        Ok(lease) => lease,
+        Err(d) => return fatal(d, json),
+    };
+    if !json && !lease.interrupted.is_empty() {
+        eprintln!(
+            "note: marked {} run(s) left running by a writer that is gone as interrupted: {}",
+            lease.interrupted.len(),
+            lease.interrupted.join(", ")
+        );
+    }
+    let code = execute_plan_leased(paths, c, exec, json, command, spec, adjust, store).await;
+    lease.release().await;
+    code
+}
+
+/// How long a run waits for another writer of the same environment to finish.
+const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[allow(clippy::too_many_arguments)]
+async fn execute_plan_leased(
+    paths: &Paths,
+    c: &Compilation,
+    exec: &Execution,
+    json: bool,
+    command: &str,
+    spec: &SelectorSpec,
+    adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
+    store: Arc<dyn phlo_transform_state::StateStore>,
+) -> u8 {
     let (engine, engine_diags) = open_engine(paths, c).await;
     if !json {
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);

@@ -22,7 +22,7 @@ use super::Paths;
 #[derive(Args, Clone, Debug, Default)]
 pub struct ExecutionArgs {
     /// Models built at once (default: [transform.execution] max_concurrency, else 4).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Extra attempts for failures the engine marks transient, with exponential backoff
     /// (1 s, 2 s, 4 s, … at most 30 s). SQL errors, timeouts and test failures are never
@@ -61,6 +61,16 @@ impl Execution {
             .jobs
             .or(c.workspace.config.transform.execution.max_concurrency)
             .unwrap_or(4)
+            .max(1)
+    }
+}
+
+/// `-j`: a count of models built at once; 0 would build nothing and wait forever.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -98,7 +108,7 @@ async fn resume(
 ) -> Result<(SelectorSpec, Continuation), Diagnostic> {
     let run = super::state::find_run(store, prefix).await?;
     match run.status.as_str() {
-        "running" | "cancelled" => {}
+        "running" | "cancelled" | "interrupted" => {}
         finished => {
             let help = if finished == "failed" {
                 format!(
@@ -138,7 +148,7 @@ async fn retry_failed(
     prefix: &str,
 ) -> Result<(SelectorSpec, Continuation), Diagnostic> {
     let run = super::state::find_run(store, prefix).await?;
-    if run.status == "running" {
+    if matches!(run.status.as_str(), "running" | "interrupted") {
         return Err(Diagnostic::error(
             codes::RUN_NOT_CONTINUABLE,
             format!("run `{}` has not finished", run.run_id),
@@ -243,15 +253,42 @@ pub async fn run_plan(
     executed
 }
 
-/// Ctrl-C: the first cancels the run cleanly (in-flight models recorded `cancelled`, the run
-/// `cancelled`); a second one exits at once.
+/// Ctrl-C or SIGTERM (what `kill`, systemd and container runtimes send): the first cancels
+/// the run cleanly (in-flight models recorded `cancelled`, the run `cancelled`); a second one
+/// exits at once.
 async fn interrupt(cancel: CancelHandle) {
-    if tokio::signal::ctrl_c().await.is_err() {
+    let Some(mut signals) = Signals::new() else {
         return;
-    }
+    };
+    signals.next().await;
     eprintln!("interrupted: cancelling the run (press Ctrl-C again to exit at once)");
     cancel.cancel();
-    if tokio::signal::ctrl_c().await.is_ok() {
-        std::process::exit(130);
+    signals.next().await;
+    std::process::exit(130);
+}
+
+/// SIGINT and SIGTERM as one stream.
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Option<Self> {
+        Some(Signals {
+            #[cfg(unix)]
+            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .ok()?,
+        })
+    }
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

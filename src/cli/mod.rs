@@ -161,16 +161,23 @@ pub struct Paths {
 }
 
 impl Paths {
-    fn new(root: &Path, state: Option<&str>) -> Self {
+    fn new(root: &Path, state: Option<&str>) -> Result<Self, Diagnostic> {
         let artifacts = root.join(".phlo").join("transform");
-        Paths {
+        let state = match state.map(StateLocation::parse) {
+            Some(Ok(location)) => location,
+            Some(Err(message)) => {
+                return Err(Diagnostic::error(codes::INVALID_CONFIG, message).with_help(
+                    "--state / PHLO_STATE_URL is a postgres:// or postgresql:// URL, sqlite://<path> or a file path",
+                ))
+            }
+            None => StateLocation::Sqlite(artifacts.join("state.db")),
+        };
+        Ok(Paths {
             root: root.to_path_buf(),
-            state: state
-                .map(StateLocation::parse)
-                .unwrap_or_else(|| StateLocation::Sqlite(artifacts.join("state.db"))),
+            state,
             warehouse: root.join(".phlo").join("warehouse"),
             artifacts,
-        }
+        })
     }
 }
 
@@ -184,8 +191,11 @@ pub async fn dispatch(cli: Cli) -> u8 {
     } else {
         Workspace::find_root(&start)
     };
-    let paths = Paths::new(&root, cli.state.as_deref());
     let json = cli.json;
+    let paths = match Paths::new(&root, cli.state.as_deref()) {
+        Ok(paths) => paths,
+        Err(d) => return commands::fatal(d, json),
+    };
     match cli.command {
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,

@@ -4,7 +4,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use phlo_transform_exec::{EventSink, ModelResult, RunEvent};
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
 /// The human view of a run: each model's end (and each retry) as a line on stderr, under a
@@ -123,10 +123,8 @@ pub struct JsonLines;
 
 impl EventSink for JsonLines {
     fn event(&self, event: &RunEvent<'_>) {
-        let mut out = std::io::stdout().lock();
         let line = serde_json::to_string(event).expect("events serialise");
-        // A closed stdout (`| head`) ends the process through SIGPIPE, as for any output.
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
+        // Scrubbed and never panicking, like every other line (`crate::emit`).
+        println!("{line}");
     }
 }

@@ -5,7 +5,9 @@
 //!   table (NOT NULL, CHECK). Never retried: the same data fails the same way.
 //! - **Engine** (A006): the engine failed — resources exhausted, an internal error, something
 //!   it does not implement. Not retried.
-//! - **I/O** (A002): storage or commit contention. Retryable.
+//! - **I/O** (A002): storage or commit contention, and the machine failing under the query
+//!   (a full disk, an exceeded quota, a device error) wherever in the error it shows
+//!   ([`machine_failure`]). Retryable.
 
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::DataFusionError;
@@ -61,8 +63,39 @@ pub fn of_arrow(e: &ArrowError) -> (Cause, String) {
     }
 }
 
+/// True when `e` failed because of the machine, not the SQL: a full disk (ENOSPC), an
+/// exceeded quota (EDQUOT) or a device I/O error (EIO), found as an `io::Error` anywhere in its
+/// causes or, where a layer flattened it to text (delta-rs's `Generic`, a DataFusion
+/// `Execution` message), by the operating system's own message for it.
+pub fn machine_failure(e: &(dyn std::error::Error + 'static)) -> bool {
+    const OS_ERRORS: [i32; 3] = [libc::ENOSPC, libc::EDQUOT, libc::EIO];
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) || io.raw_os_error().is_some_and(|n| OS_ERRORS.contains(&n))
+            {
+                return true;
+            }
+        }
+        cause = c.source();
+    }
+    let text = e.to_string();
+    OS_ERRORS.iter().any(|n| {
+        // "No space left on device (os error 28)" → "No space left on device".
+        let message = std::io::Error::from_raw_os_error(*n).to_string();
+        let words = message.split(" (os error").next().unwrap_or(&message);
+        text.contains(words)
+    })
+}
+
 /// A DataFusion execution error, by its root cause.
 pub fn of_datafusion(e: &DataFusionError) -> (Cause, String) {
+    if machine_failure(e) {
+        return (Cause::Io, e.strip_backtrace());
+    }
     match e.find_root() {
         DataFusionError::ArrowError(a, _) => of_arrow(a),
         DataFusionError::IoError(io) => (Cause::Io, io.to_string()),
@@ -84,6 +117,9 @@ pub fn of_datafusion(e: &DataFusionError) -> (Cause, String) {
 /// A delta-rs write failure. delta-rs keeps Arrow errors as values and turns other DataFusion
 /// errors into text (`Generic`): those are the query's, as they were before it wrote.
 pub fn of_delta(e: &DeltaTableError) -> (Cause, String) {
+    if machine_failure(e) {
+        return (Cause::Io, e.to_string());
+    }
     match e {
         DeltaTableError::Arrow { source } => of_arrow(source),
         DeltaTableError::InvalidData { .. } => (Cause::Constraint, e.to_string()),
@@ -129,6 +165,29 @@ pub fn delta_error(e: &DeltaTableError) -> AdapterError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 10: a full disk used to be a non-retryable SQL error.
+    #[test]
+    fn a_full_disk_is_a_retryable_write_failure_not_sql() {
+        let full = || std::io::Error::from_raw_os_error(libc::ENOSPC);
+        // Wrapped as a Delta write running in a DataFusion plan reports it.
+        let wrapped = DeltaTableError::GenericError {
+            source: Box::new(DataFusionError::External(Box::new(full()))),
+        };
+        let e = delta_error(&wrapped);
+        assert_eq!((e.code, e.retryable), (codes::WRITE_FAILED, true));
+        // Flattened to text by delta-rs.
+        let e = delta_error(&DeltaTableError::Generic(format!(
+            "External error: writing part-0001.parquet: {}",
+            full()
+        )));
+        assert_eq!((e.code, e.retryable), (codes::WRITE_FAILED, true));
+        let e = datafusion_error(&DataFusionError::Execution(format!("spilling: {}", full())));
+        assert_eq!((e.code, e.retryable), (codes::WRITE_FAILED, true));
+        // An SQL error stays one.
+        let sql = DataFusionError::Execution("Cannot cast string 'x' to Int32".into());
+        assert_eq!(datafusion_error(&sql).code, codes::SQL_RUNTIME_ERROR);
+    }
 
     #[test]
     fn causes_follow_the_error_variants() {

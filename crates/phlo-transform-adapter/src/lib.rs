@@ -6,6 +6,7 @@ mod freshness;
 pub mod local;
 pub mod snapshot;
 pub mod trino;
+pub mod warehouse;
 
 use async_trait::async_trait;
 use datafusion::sql::sqlparser::ast::Query;

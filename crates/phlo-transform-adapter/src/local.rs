@@ -22,9 +22,10 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
 use phlo_transform_project::{Materialization, SourceFormat};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use crate::warehouse::{Warehouse, WarehousePath};
 use crate::{Adapter, AdapterError, MaterializeJob, MaterializeOutcome};
 
 /// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
@@ -32,7 +33,7 @@ pub const APP_ID_PREFIX: &str = "phlo-transform:";
 
 pub struct LocalEngine {
     ctx: SessionContext,
-    warehouse: PathBuf,
+    warehouse: Warehouse,
     /// The target dialect's semantics the engine follows where it can exactly (NULL ordering,
     /// integer division, `extract` types).
     semantics: Semantics,
@@ -126,7 +127,7 @@ impl LocalEngine {
             .build();
         LocalEngine {
             ctx: SessionContext::new_with_state(state),
-            warehouse: warehouse.to_path_buf(),
+            warehouse: Warehouse::new(warehouse),
             semantics,
         }
     }
@@ -136,12 +137,12 @@ impl LocalEngine {
         &self.ctx
     }
 
-    pub(crate) fn table_path(&self, model: &str) -> PathBuf {
-        self.warehouse.join(model)
+    pub(crate) fn table_path(&self, model: &str) -> Result<WarehousePath, AdapterError> {
+        self.warehouse.table(model)
     }
 
-    fn view_path(&self, model: &str) -> PathBuf {
-        self.warehouse.join(format!("{model}.view.json"))
+    fn view_path(&self, model: &str) -> Result<WarehousePath, AdapterError> {
+        self.warehouse.view(model)
     }
 
     fn register(&self, name: &str, provider: Arc<dyn TableProvider>) -> Result<(), AdapterError> {
@@ -202,7 +203,7 @@ impl LocalEngine {
     }
 
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
-        let path = self.table_path(model);
+        let path = self.table_path(model)?;
         if !path.join("_delta_log").is_dir() {
             return Err(err(
                 codes::RELATION_UNAVAILABLE,
@@ -216,7 +217,7 @@ impl LocalEngine {
     }
 
     async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
-        let text = std::fs::read_to_string(self.view_path(model))
+        let text = std::fs::read_to_string(self.view_path(model)?.as_path())
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
         let def: ViewDefinition = serde_json::from_str(&text).map_err(|e| {
             err(
@@ -256,12 +257,13 @@ impl LocalEngine {
     }
 
     async fn write_table(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+        let table = self.table_path(&job.relation)?;
+        let old_view = self.view_path(&job.relation)?;
         let plan = self.plan_query(&job.query).await?;
-        let written =
-            crate::delta::write(&self.ctx, &self.table_path(&job.relation), job, plan).await?;
+        let written = crate::delta::write(&self.ctx, &table, job, plan).await?;
         self.register_delta(&job.relation).await?;
         // A model that was a view before is a table now: its old definition goes.
-        let _ = std::fs::remove_file(self.view_path(&job.relation));
+        let _ = std::fs::remove_file(old_view.as_path());
         let rows = self.count_table(&job.relation).await?;
         Ok(MaterializeOutcome {
             rows: Some(rows),
@@ -286,17 +288,17 @@ impl LocalEngine {
             run_id: job.run_id.clone(),
             sql: sql.clone(),
         };
-        let path = self.view_path(&job.relation);
-        std::fs::create_dir_all(&self.warehouse).map_err(|e| io_err(e.to_string()))?;
+        let path = self.view_path(&job.relation)?;
+        let old_table = self.table_path(&job.relation)?;
+        std::fs::create_dir_all(self.warehouse.root()).map_err(|e| io_err(e.to_string()))?;
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
         self.register(&job.relation, Arc::new(ViewTable::new(plan, Some(sql))))?;
         // A model that was a table before is a view now: its old Delta table goes.
-        let old_table = self.table_path(&job.relation);
         if old_table.join("_delta_log").is_dir() {
-            let _ = std::fs::remove_dir_all(old_table);
+            let _ = std::fs::remove_dir_all(old_table.as_path());
         }
         Ok(MaterializeOutcome {
             rows: None,
@@ -397,15 +399,16 @@ impl Adapter for LocalEngine {
     async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool {
         match materialization {
             Materialization::Ephemeral => true,
-            Materialization::View => self.view_path(model_name).is_file(),
-            Materialization::Table | Materialization::Incremental => {
-                self.table_path(model_name).join("_delta_log").is_dir()
-            }
+            Materialization::View => self.view_path(model_name).is_ok_and(|p| p.is_file()),
+            Materialization::Table | Materialization::Incremental => self
+                .table_path(model_name)
+                .is_ok_and(|p| p.join("_delta_log").is_dir()),
         }
     }
 
     async fn built_strategy(&self, model_name: &str) -> Option<String> {
-        crate::delta::built_strategy(&self.table_path(model_name)).await
+        let path = self.table_path(model_name).ok()?;
+        crate::delta::built_strategy(&path).await
     }
 
     async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {

@@ -32,7 +32,8 @@ pub struct TableVersion {
 impl LocalEngine {
     /// Whether the model has a Delta table in this warehouse.
     pub fn has_table(&self, model: &str) -> bool {
-        self.table_path(model).join("_delta_log").is_dir()
+        self.table_path(model)
+            .is_ok_and(|p| p.join("_delta_log").is_dir())
     }
 
     /// The model's table as of `at`, and the Delta version that is.
@@ -41,7 +42,7 @@ impl LocalEngine {
         model: &str,
         at: &DeltaAt,
     ) -> Result<(Arc<dyn TableProvider>, u64), AdapterError> {
-        let path = self.table_path(model);
+        let path = self.table_path(model)?;
         let unavailable =
             |e: String| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}"));
         let url = deltalake::ensure_table_uri(path.to_string_lossy())
@@ -65,7 +66,7 @@ impl LocalEngine {
 
     /// Every commit still in the model's log (JSON commit files), oldest first.
     pub fn table_versions(&self, model: &str) -> Result<Vec<TableVersion>, AdapterError> {
-        let log = self.table_path(model).join("_delta_log");
+        let log = self.table_path(model)?.join("_delta_log");
         let unreadable = |e: std::io::Error| {
             err(
                 codes::RELATION_UNAVAILABLE,

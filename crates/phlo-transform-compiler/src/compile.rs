@@ -141,6 +141,7 @@ impl Compilation {
             &mut diagnostics,
         );
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
+        crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
         compute_versions(&mut models, &order, &workspace, &catalog);
         let tests = compile_tests(
             &models,

@@ -9,6 +9,7 @@ pub mod compile;
 pub mod contracts;
 pub mod dialect;
 pub mod graph;
+mod incremental;
 pub mod lineage;
 mod locate;
 mod par;

@@ -1,6 +1,11 @@
 //! Order-preserving parallel map over scoped threads (one per core): compiling is CPU-bound
 //! and per-model work is independent within a phase.
 
+/// Stack of each compiler thread: typing a model recurses over its plan (as deep as
+/// `phlo_transform_sql::depth::MAX_NESTING` allows), like the command line's own threads
+/// (reserved address space, not committed memory).
+const STACK: usize = 64 << 20;
+
 /// `items.map(f)`, computed on up to `available_parallelism` threads, results in input order.
 pub(crate) fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
     map_chunks(items, |chunk| chunk.into_iter().map(&f).collect())
@@ -32,7 +37,12 @@ pub(crate) fn map_chunks<T: Send, R: Send>(
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
-            .map(|chunk| scope.spawn(move || f(chunk)))
+            .map(|chunk| {
+                std::thread::Builder::new()
+                    .stack_size(STACK)
+                    .spawn_scoped(scope, move || f(chunk))
+                    .expect("a compiler thread starts")
+            })
             .collect();
         handles
             .into_iter()

@@ -58,7 +58,10 @@ fn token(rest: &RestTable) -> Result<Option<String>, RestError> {
         return Ok(None);
     };
     match std::env::var(var) {
-        Ok(token) if !token.is_empty() => Ok(Some(token)),
+        Ok(token) if !token.is_empty() => {
+            phlo_transform_core::secrets::register(&token);
+            Ok(Some(token))
+        }
         _ => Err(RestError {
             kind: FailureKind::Unauthorized,
             message: format!("the environment variable `{var}` (its `token_env`) is not set"),

@@ -33,6 +33,11 @@ pub mod codes {
     pub const CONFLICTING_DIRECTIVES: Code = Code("P006");
     pub const UNREADABLE_MODEL: Code = Code("P007");
     pub const UNKNOWN_MODEL: Code = Code("P008");
+    /// A namespace, schema, model, source or `@id` name breaks the identifier rule
+    /// (`names::check_segment`): names are never paths.
+    pub const INVALID_NAME: Code = Code("P009");
+    /// A folder in the workspace could not be listed, so models in it would be missed.
+    pub const UNREADABLE_FOLDER: Code = Code("P010");
     // CONFIG
     pub const MALFORMED_TOML: Code = Code("C001");
     pub const INVALID_CONFIG: Code = Code("C002");
@@ -45,6 +50,8 @@ pub mod codes {
     pub const SYNTAX_ERROR: Code = Code("S001");
     pub const NOT_A_QUERY: Code = Code("S002");
     pub const TEMPLATE_ERROR: Code = Code("S003");
+    /// A query nests deeper than the compiler walks (`phlo_transform_sql::depth`).
+    pub const QUERY_TOO_DEEP: Code = Code("S004");
     // RESOLUTION
     pub const UNRESOLVED_RELATION: Code = Code("R001");
     pub const AMBIGUOUS_RELATION: Code = Code("R002");
@@ -98,6 +105,8 @@ pub mod codes {
     /// The engine failed running a query (resources exhausted, an internal error, something
     /// it does not implement): not the SQL's fault, and not retried.
     pub const ENGINE_FAILED: Code = Code("A006");
+    /// A path the local engine would write or delete is not inside the warehouse root.
+    pub const PATH_OUTSIDE_WAREHOUSE: Code = Code("A007");
     // EXECUTION
     pub const UPSTREAM_FAILED: Code = Code("E001");
     pub const TASK_PANICKED: Code = Code("E002");
@@ -148,6 +157,8 @@ pub mod codes {
     pub const UNKNOWN_RUN: Code = Code("Y003");
     pub const AMBIGUOUS_RUN: Code = Code("Y004");
     pub const NO_MODEL_STATE: Code = Code("Y005");
+    /// Another live process holds the environment's writer lease (one writer at a time).
+    pub const WRITER_BUSY: Code = Code("Y006");
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

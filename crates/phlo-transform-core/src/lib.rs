@@ -4,7 +4,8 @@
 pub mod diagnostic;
 pub mod hash;
 pub mod names;
+pub mod secrets;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, Severity};
 pub use hash::Fingerprint;
-pub use names::{did_you_mean, ModelName};
+pub use names::{check_name, check_segment, did_you_mean, ModelName};

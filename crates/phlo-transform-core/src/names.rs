@@ -73,6 +73,43 @@ impl fmt::Display for ModelName {
     }
 }
 
+/// Longest name segment accepted (bytes).
+pub const MAX_SEGMENT_LEN: usize = 128;
+
+/// The one identifier rule every name obeys wherever it enters (namespaces, schemas, model and
+/// source names, `@id`, file-derived segments): a segment is 1 to [`MAX_SEGMENT_LEN`] ASCII
+/// letters, digits and underscores, not starting with a digit — an unquoted SQL identifier.
+/// So a name can never be a path: no `/`, `\`, `.`/`..` segment, drive prefix, NUL or
+/// leading `-`. `Err` says what is wrong, for a diagnostic.
+pub fn check_segment(segment: &str) -> Result<(), String> {
+    if segment.is_empty() {
+        return Err("a name segment is empty".to_string());
+    }
+    if segment.len() > MAX_SEGMENT_LEN {
+        return Err(format!(
+            "a name segment is longer than {MAX_SEGMENT_LEN} characters"
+        ));
+    }
+    if let Some(bad) = segment
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        return Err(format!(
+            "`{}` is not allowed in a name (only letters, digits and `_`)",
+            bad.escape_default()
+        ));
+    }
+    if segment.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err("a name segment cannot start with a digit".to_string());
+    }
+    Ok(())
+}
+
+/// [`check_segment`] for every segment of a dotted name (`assay.staging.results`).
+pub fn check_name(name: &str) -> Result<(), String> {
+    name.split('.').try_for_each(check_segment)
+}
+
 /// Up to three candidates close to `wanted`, best first (Jaro-Winkler over the whole name and
 /// over its last segment, so `assay.reslts` finds `assay.results`). One edit or swap of two
 /// neighbours always counts as close: Jaro-Winkler misses it in short words (`kip` → `kpi`).
@@ -134,6 +171,21 @@ mod tests {
     fn a_swapped_pair_in_a_short_word_is_suggested() {
         assert_eq!(did_you_mean("kip", ["kpi", "gold", "qc"]), ["kpi"]);
         assert_eq!(did_you_mean("tag", ["kpi"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn names_are_never_paths() {
+        for good in ["assay", "_tmp", "a1.b_2.c", "A.b"] {
+            assert_eq!(check_name(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "../x", "/abs", "..", ".", "a/b", "a\\b", "", "a..b", "a.", "c:", "-x", "1a", "a b",
+            "a\0b", "é",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_segment(&"a".repeat(MAX_SEGMENT_LEN)).is_ok());
+        assert!(check_segment(&"a".repeat(MAX_SEGMENT_LEN + 1)).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod cancel;
 pub mod diff;
 mod events;
 mod failure;
+pub mod lease;
 mod recorder;
 mod report;
 mod scheduler;
@@ -16,6 +17,7 @@ mod tests_run;
 pub use cancel::CancelHandle;
 pub use events::{EventSink, RunEvent};
 pub use failure::{Category, RetryPolicy};
+pub use lease::WriterLease;
 pub use report::{ErrorInfo, ModelResult, RunReport, StatusCounts, TestResult};
 
 use failure::now;

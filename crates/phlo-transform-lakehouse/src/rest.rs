@@ -10,6 +10,7 @@
 //! token when there is one, and every message is scrubbed of it.
 
 use futures::future::join_all;
+use phlo_transform_core::secrets::redact_url;
 use reqwest::header::ACCEPT;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
@@ -152,7 +153,7 @@ async fn load_table(
     .await?;
     let prefix = config_prefix(&config).map_err(|e| RestError::new(FailureKind::BadResponse, e))?;
     let url = table_url(&base, prefix.as_deref(), &request.namespace, &request.table);
-    let shown = url.to_string();
+    let shown = redact_url(url.as_str());
     let result = get_json(client, url, token, timeout).await?;
     let metadata = result
         .get("metadata")
@@ -177,7 +178,10 @@ fn base_url(catalog: &str) -> Result<Url, RestError> {
     let invalid = |why: String| {
         RestError::new(
             FailureKind::Unreachable,
-            format!("`{catalog}` is not an http(s) base URL: {why}"),
+            format!(
+                "`{}` is not an http(s) base URL: {why}",
+                redact_url(catalog)
+            ),
         )
     };
     let url = Url::parse(catalog).map_err(|e| invalid(e.to_string()))?;
@@ -236,7 +240,7 @@ async fn get_json(
     token: Option<&str>,
     timeout: Duration,
 ) -> Result<Value, RestError> {
-    let shown = url.to_string();
+    let shown = redact_url(url.as_str());
     let mut request = client.get(url).header(ACCEPT, "application/json");
     if let Some(token) = token {
         request = request.bearer_auth(token);
@@ -312,12 +316,13 @@ fn status_error(status: StatusCode, body: &[u8]) -> RestError {
     RestError::new(kind, format!("{detail}(HTTP {status})"))
 }
 
-/// A server may echo what it was sent; the token never reaches a message.
+/// A server may echo what it was sent; the token (and any credential in a URL) never
+/// reaches a message.
 fn redact(text: &str, token: Option<&str>) -> String {
-    match token {
-        Some(t) if !t.is_empty() => text.replace(t, "***"),
-        _ => text.to_string(),
+    if let Some(t) = token {
+        phlo_transform_core::secrets::register(t);
     }
+    phlo_transform_core::secrets::scrub(text)
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@ use std::time::Duration;
 pub const DEFAULT_ENDPOINT: &str = "api/v1/lineage";
 pub const DEFAULT_NAMESPACE: &str = "phlo-transform";
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+/// Longest timeout honoured (one hour): larger values are clamped, so that deadlines computed
+/// from it never overflow.
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 #[derive(Clone)]
 pub struct OpenLineageConfig {
@@ -69,17 +72,25 @@ impl OpenLineageConfig {
             .and_then(|t| t.trim().parse().ok())
             .or(section.timeout_seconds)
             .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+        let url = var("OPENLINEAGE__URL").or_else(|| section.url.clone());
+        let api_key = var("OPENLINEAGE__API_KEY");
+        if let Some(url) = &url {
+            phlo_transform_core::secrets::register_url(url);
+        }
+        if let Some(key) = &api_key {
+            phlo_transform_core::secrets::register(key);
+        }
         OpenLineageConfig {
-            url: var("OPENLINEAGE__URL").or_else(|| section.url.clone()),
+            url,
             endpoint: var("OPENLINEAGE__ENDPOINT")
                 .or_else(|| section.endpoint.clone())
                 .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()),
-            api_key: var("OPENLINEAGE__API_KEY"),
+            api_key,
             file,
             namespace: var("OPENLINEAGE__NAMESPACE")
                 .or_else(|| section.namespace.clone())
                 .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
-            timeout: Duration::from_secs(timeout.max(1)),
+            timeout: Duration::from_secs(timeout.clamp(1, MAX_TIMEOUT_SECONDS)),
             warehouse: warehouse.to_path_buf(),
         }
     }
@@ -100,18 +111,8 @@ impl OpenLineageConfig {
     }
 }
 
-/// `url` without its userinfo (`http://user:secret@host` → `http://host`), for messages.
-/// Text that does not parse as a URL is not shown at all.
-pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        Err(_) => "<unparseable URL>".to_string(),
-    }
-}
+/// The one redaction (core): `http://user:secret@host` → `http://user:***@host`.
+pub use phlo_transform_core::secrets::redact_url;
 
 #[cfg(test)]
 mod tests {
@@ -163,11 +164,21 @@ mod tests {
     }
 
     #[test]
-    fn messages_show_urls_without_userinfo() {
+    fn messages_show_urls_without_secrets() {
         assert_eq!(
             redact_url("https://user:secret@collector:8443/api"),
-            "https://collector:8443/api"
+            "https://user:***@collector:8443/api"
         );
-        assert_eq!(redact_url("not a url"), "<unparseable URL>");
+    }
+
+    #[test]
+    fn a_huge_timeout_is_clamped_not_overflowed() {
+        let c =
+            OpenLineageConfig::resolve(&section(), Path::new("/ws"), Path::new("/wh"), |name| {
+                (name == "OPENLINEAGE__TIMEOUT_SECONDS").then(|| u64::MAX.to_string())
+            });
+        assert_eq!(c.timeout, Duration::from_secs(MAX_TIMEOUT_SECONDS));
+        // What the drain at exit computes from it.
+        let _ = tokio::time::Instant::now() + c.timeout;
     }
 }

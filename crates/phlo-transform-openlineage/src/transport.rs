@@ -43,7 +43,7 @@ impl Emitter {
                     let http = Http {
                         client,
                         shown: redact_url(&url),
-                        url,
+                        url: request_url(&url, config.api_key.is_some()),
                         api_key: config.api_key.clone(),
                     };
                     emitter.spawn(|rx| http.run(rx));
@@ -69,11 +69,12 @@ impl Emitter {
         self.workers.push(tokio::spawn(worker(rx)));
     }
 
-    /// Queues `event` on every transport; never waits.
+    /// Queues `event` on every transport; never waits. No secret leaves in an event.
     pub fn emit(&self, event: &Value) {
-        let body: Arc<str> = serde_json::to_string(event)
-            .expect("events serialise")
-            .into();
+        let body: Arc<str> = phlo_transform_core::secrets::scrub(
+            &serde_json::to_string(event).expect("events serialise"),
+        )
+        .into();
         for q in &self.queues {
             if let Err(mpsc::error::TrySendError::Full(_)) = q.try_send(body.clone()) {
                 if !self.dropped.swap(true, Ordering::Relaxed) {
@@ -100,6 +101,20 @@ impl Emitter {
                 );
             }
         }
+    }
+}
+
+/// The URL events are posted to. With an API key, userinfo in the URL is removed: reqwest
+/// would turn it into a Basic `Authorization` header sent before the key's Bearer one, so
+/// the collector would never see the key.
+fn request_url(url: &str, has_api_key: bool) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if has_api_key && (!u.username().is_empty() || u.password().is_some()) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        _ => url.to_string(),
     }
 }
 

@@ -48,7 +48,7 @@ fn main() {
         report(&runtime, &c, n, "sqlite", &sqlite, check);
         if bench_mode {
             let db = PgTestDb::create_blocking();
-            let pg = StateLocation::parse(db.url());
+            let pg = StateLocation::parse(db.url()).expect("a postgres URL");
             report(&runtime, &c, n, "postgres", &pg, check);
         }
     }

@@ -315,13 +315,30 @@ fn parse_toml(text: Option<&str>) -> Option<toml::Table> {
     text?.parse::<toml::Table>().ok()
 }
 
+/// A ref is handed to git as an argument: one starting with `-` would be read as an option
+/// (`--since=--output=/tmp/x`), and an empty one or one with control characters is no ref.
+fn check_reference(reference: &str) -> Result<(), Diagnostic> {
+    if reference.is_empty()
+        || reference.starts_with('-')
+        || reference.chars().any(|c| c.is_control())
+    {
+        return Err(Diagnostic::error(
+            codes::INVALID_SELECTOR,
+            format!("`{}` is not a Git ref", reference.escape_default()),
+        )
+        .with_help("--since takes a branch, tag or commit, such as `main` or `origin/main`"));
+    }
+    Ok(())
+}
+
 /// The directly changed models between merge-base(`reference`, HEAD) and the working tree.
 pub fn changes(c: &Compilation, reference: &str) -> Result<GitChanges, Diagnostic> {
+    check_reference(reference)?;
     let root = &c.workspace.root;
     let top = std::path::PathBuf::from(git_line(root, &["rev-parse", "--show-toplevel"])?);
     let prefix = git_line(root, &["rev-parse", "--show-prefix"])?;
     let head = git_line(root, &["rev-parse", "--verify", "HEAD"])?;
-    let merge_base = git_line(root, &["merge-base", reference, "HEAD"])?;
+    let merge_base = git_line(root, &["merge-base", "--end-of-options", reference, "HEAD"])?;
     let mut m = Mapper {
         c,
         top: &top,

@@ -266,9 +266,25 @@ impl Directives {
                             "not-null" => &mut out.not_null,
                             _ => &mut out.tags,
                         };
-                        match slot {
-                            Some(prev) => prev.value.extend(list),
-                            None => *slot = Some(AtLine { value: list, line }),
+                        let slot = slot.get_or_insert_with(|| AtLine {
+                            value: Vec::new(),
+                            line,
+                        });
+                        // A repeated entry would repeat its tests: reported, kept once.
+                        for item in list {
+                            if slot.value.contains(&item) {
+                                diags.push(
+                                    Diagnostic::warning(
+                                        codes::INVALID_DIRECTIVE_ARGUMENT,
+                                        format!("`{item}` is listed twice in `@{word}`"),
+                                    )
+                                    .in_file(file)
+                                    .at(line, column)
+                                    .with_help(format!("list `{item}` once")),
+                                );
+                            } else {
+                                slot.value.push(item);
+                            }
                         }
                     }
                 }
@@ -360,6 +376,16 @@ fn parse_incremental(args: &str, key: Option<&Vec<String>>) -> Result<Incrementa
             if columns.is_empty() {
                 return Err(format!("`{name}=` needs at least one column"));
             }
+            if let Some((_, c)) = columns
+                .iter()
+                .enumerate()
+                .find(|(i, c)| columns[..*i].contains(c))
+            {
+                return Err(format!(
+                    "column `{c}` is listed twice in `{}=`",
+                    name.trim()
+                ));
+            }
             match name.trim() {
                 "key" => Ok(IncrementalStrategy::Key { columns }),
                 "partition" => Ok(IncrementalStrategy::Partition { columns }),
@@ -408,6 +434,18 @@ mod tests {
         );
         let (_, diags) = Directives::parse("-- @incremental sideways\nselect 1", "m.sql");
         assert_eq!(diags[0].code, codes::INVALID_DIRECTIVE_ARGUMENT);
+    }
+
+    #[test]
+    fn a_repeated_key_column_is_reported_and_kept_once() {
+        let (d, diags) = Directives::parse("-- @key id,id\n-- @key ID\nselect 1", "m.sql");
+        assert_eq!(d.key.unwrap().value, vec!["id"]);
+        assert_eq!(diags.len(), 2, "{diags:?}");
+        assert!(diags
+            .iter()
+            .all(|d| d.code == codes::INVALID_DIRECTIVE_ARGUMENT && d.line.is_some()));
+        let (_, diags) = Directives::parse("-- @incremental partition=day,day\nselect 1", "m.sql");
+        assert!(diags[0].message.contains("listed twice"), "{diags:?}");
     }
 
     #[test]

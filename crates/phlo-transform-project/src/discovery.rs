@@ -2,9 +2,9 @@
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
+use phlo_transform_core::{check_name, check_segment, Diagnostic, Diagnostics, ModelName};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::config::{FolderSettings, RootConfig, WorkspaceConfig};
@@ -118,7 +118,9 @@ impl Workspace {
             .sources_dir
             .as_deref()
             .unwrap_or(DEFAULT_SOURCES_DIR);
-        for found in sources::by_convention(&root, dir) {
+        let (found_sources, convention_diags) = sources::by_convention(&root, dir);
+        diagnostics.extend(convention_diags);
+        for found in found_sources {
             if !sources.iter().any(|s| s.name == found.name) {
                 sources.push(found);
             }
@@ -263,13 +265,21 @@ fn find_roots(
         }
     }
     let mut dirs: Vec<String> = Vec::new();
+    let mut unlisted: Vec<Diagnostic> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
         .min_depth(1)
         .max_depth(8)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.file_type().is_dir() && !skip_dir(&e.file_name().to_string_lossy()));
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                unlisted.push(unreadable_folder(root, &e));
+                continue;
+            }
+        };
         let rel = rel_string(root, entry.path());
         if matchers.iter().any(|m| m.is_match(&rel)) {
             dirs.push(rel);
@@ -284,11 +294,21 @@ fn find_roots(
         let explicit_ns = config.as_ref().and_then(|c| c.namespace.clone());
         if dir == "transforms" && explicit_ns.is_none() {
             // Convention: transforms/<namespace>/...
-            for sub in std::fs::read_dir(root.join(&dir))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
+            let entries = match std::fs::read_dir(root.join(&dir)) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    diagnostics.push(unreadable_dir(&dir, &e));
+                    continue;
+                }
+            };
+            for sub in entries {
+                let sub = match sub {
+                    Ok(sub) => sub,
+                    Err(e) => {
+                        diagnostics.push(unreadable_dir(&dir, &e));
+                        continue;
+                    }
+                };
                 let name = sub.file_name().to_string_lossy().to_string();
                 if sub.path().is_dir() && !skip_dir(&name) {
                     let path = format!("{dir}/{name}");
@@ -300,6 +320,10 @@ fn find_roots(
                         .namespace
                         .clone()
                         .unwrap_or_else(|| name.to_lowercase());
+                    if let Err(d) = valid_namespace(root, &path, &namespace, sub_file.as_deref()) {
+                        diagnostics.push(d);
+                        continue;
+                    }
                     roots.insert(
                         path.clone(),
                         TransformRoot {
@@ -334,6 +358,10 @@ fn find_roots(
                 .map(|n| n.to_string_lossy().to_lowercase())
                 .unwrap_or_default()
         });
+        if let Err(d) = valid_namespace(root, &dir, &namespace, config_file.as_deref()) {
+            diagnostics.push(d);
+            continue;
+        }
         roots.insert(
             dir.clone(),
             TransformRoot {
@@ -344,7 +372,76 @@ fn find_roots(
             },
         );
     }
+    // A folder that could not be listed is an error where a root holds it (loading its models
+    // reports it); elsewhere it is not known to hold models, so a warning: an unrelated
+    // unreadable folder does not fail `check`.
+    for mut d in unlisted {
+        let inside_root = d.file.as_deref().is_some_and(|f| {
+            roots
+                .keys()
+                .any(|r| f == r || f.starts_with(&format!("{r}/")))
+        });
+        if !inside_root {
+            d.severity = phlo_transform_core::Severity::Warning;
+            diagnostics.push(d);
+        }
+    }
     roots.into_values().collect()
+}
+
+/// The namespace of the root at `dir` obeys the identifier rule; otherwise the P009 error, at
+/// the `namespace` key of `config_file` when it set it.
+fn valid_namespace(
+    root: &Path,
+    dir: &str,
+    namespace: &str,
+    config_file: Option<&str>,
+) -> Result<(), Diagnostic> {
+    let Err(reason) = check_segment(namespace) else {
+        return Ok(());
+    };
+    let line = config_file.and_then(|f| key_line(root, f, "namespace"));
+    let mut d = Diagnostic::error(
+        codes::INVALID_NAME,
+        format!("namespace `{namespace}` of transform root `{dir}` is not a valid name: {reason}"),
+    )
+    .with_help("a namespace is one name of letters, digits and `_` (for example `assay_ingest`); it is never a path");
+    match (config_file, line) {
+        (Some(file), Some(line)) => d = d.in_file(file).at(line, 1),
+        (Some(file), None) => d = d.in_file(file),
+        (None, _) => d = d.in_file(dir),
+    }
+    Err(d)
+}
+
+/// The 1-based line where `key = …` is set in the workspace file `rel`, for diagnostics.
+fn key_line(root: &Path, rel: &str, key: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(root.join(rel)).ok()?;
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+/// A folder below a transform root that could not be listed: its models would be missed.
+fn unreadable_folder(root: &Path, e: &walkdir::Error) -> Diagnostic {
+    let rel = e
+        .path()
+        .map(|p| rel_string(root, p))
+        .unwrap_or_else(|| ".".to_string());
+    unreadable_dir(&rel, e)
+}
+
+fn unreadable_dir(rel: &str, e: &dyn std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(
+        codes::UNREADABLE_FOLDER,
+        format!("cannot read folder `{rel}`: {e}"),
+    )
+    .in_file(rel)
+    .with_help("make the folder readable (its models would otherwise be missed), or exclude it in phlo.toml [transforms] exclude")
 }
 
 fn load_models(
@@ -372,7 +469,14 @@ fn load_models(
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !skip_dir(&e.file_name().to_string_lossy()));
-        for entry in walker.flatten() {
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    diagnostics.push(unreadable_folder(root, &e));
+                    continue;
+                }
+            };
             let rel = rel_string(root, entry.path());
             if !entry.file_type().is_file() || excludes.is_match(&rel) {
                 continue;
@@ -400,10 +504,15 @@ fn load_models(
     };
 
     let mut models: Vec<ModelFile> = Vec::new();
+    let mut reported_schemas: HashSet<(String, String)> = HashSet::new();
     for (rel, ri) in owner {
         let r = &roots[ri];
         let text = match std::fs::read(root.join(&rel)).map(String::from_utf8) {
-            Ok(Ok(t)) => t,
+            // A UTF-8 byte order mark (some Windows editors write one) is not SQL.
+            Ok(Ok(t)) => match t.strip_prefix('\u{feff}') {
+                Some(rest) => rest.to_string(),
+                None => t,
+            },
             Ok(Err(_)) => {
                 diagnostics.push(
                     Diagnostic::error(
@@ -439,6 +548,17 @@ fn load_models(
         let segments: Vec<String> = std::iter::once(r.namespace.clone())
             .chain(inner.split('/').map(|s| s.to_lowercase()))
             .collect();
+        if let Some(reason) = segments[1..].iter().find_map(|s| check_segment(s).err()) {
+            diagnostics.push(
+                Diagnostic::error(
+                    codes::INVALID_NAME,
+                    format!("model file `{rel}` does not give a valid model name: {reason}"),
+                )
+                .in_file(&rel)
+                .with_help("name model files and their folders with letters, digits and `_` (for example `daily_totals.sql`)"),
+            );
+            continue;
+        }
         let name = ModelName::from_segments(&segments);
 
         let (directives, directive_diags) = Directives::parse(&text, &rel);
@@ -490,6 +610,40 @@ fn load_models(
             }
         }
         cfg.apply_directives(&directives, &rel);
+        if let Err(reason) = check_name(&cfg.schema.value) {
+            let origin = &cfg.schema.origin;
+            let file = origin.file.clone().unwrap_or_else(|| rel.clone());
+            if reported_schemas.insert((file.clone(), cfg.schema.value.clone())) {
+                let mut d = Diagnostic::error(
+                    codes::INVALID_NAME,
+                    format!(
+                        "schema `{}` is not a valid name: {reason}",
+                        cfg.schema.value
+                    ),
+                )
+                .in_file(&file)
+                .with_help("name schemas with letters, digits and `_`");
+                if let Some(line) = key_line(root, &file, "schema") {
+                    d = d.at(line, 1);
+                }
+                diagnostics.push(d);
+            }
+            continue;
+        }
+        if let Some(pin) = &directives.id {
+            if let Err(reason) = check_name(&pin.value) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        codes::INVALID_NAME,
+                        format!("`@id {}` is not a valid model id: {reason}", pin.value),
+                    )
+                    .in_file(&rel)
+                    .at(pin.line, 1)
+                    .with_help("an id is a dotted name such as `assay.results_v1`"),
+                );
+                continue;
+            }
+        }
         let id = directives
             .id
             .as_ref()

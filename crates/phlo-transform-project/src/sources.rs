@@ -89,7 +89,8 @@ pub struct SourceDecl {
 /// A table in an Iceberg REST catalog: `[source."x.y"] catalog = "http://…", table = "ns.t"`.
 #[derive(Clone, Debug, Serialize)]
 pub struct RestTable {
-    /// The catalog's base URL, as written.
+    /// The catalog's base URL, as written (serialised without credentials).
+    #[serde(serialize_with = "redacted_url")]
     pub catalog: String,
     /// Namespace levels (`a.b.t` → `["a", "b"]`).
     pub namespace: Vec<String>,
@@ -126,6 +127,7 @@ fn rest_table(name: &str, section: &SourceSection) -> Result<Option<RestTable>, 
             stray.join(", ")
         ));
     };
+    phlo_transform_core::secrets::register_url(catalog);
     if section.location.is_some() {
         return Err(format!(
             "source `{name}` sets both `location` and `catalog`; a catalog source has no location"
@@ -165,6 +167,10 @@ fn rest_table(name: &str, section: &SourceSection) -> Result<Option<RestTable>, 
     }))
 }
 
+fn redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&phlo_transform_core::secrets::redact_url(url))
+}
+
 impl SourceDecl {
     /// `source://raw/orders`.
     pub fn uri(&self) -> String {
@@ -187,6 +193,17 @@ pub(crate) fn declared(
                     name.rsplit('.').next().unwrap_or(name)
                 ))
         };
+        if let Err(reason) = phlo_transform_core::check_name(name) {
+            diags.push(
+                Diagnostic::error(
+                    codes::INVALID_NAME,
+                    format!("source name `{name}` is not a valid name: {reason}"),
+                )
+                .in_file("phlo.toml")
+                .with_help("a source is a dotted name of letters, digits and `_`, such as [source.\"raw.orders\"]"),
+            );
+            continue;
+        }
         let rest = match rest_table(name, section) {
             Ok(rest) => rest,
             Err(message) => {
@@ -227,8 +244,11 @@ pub(crate) fn declared(
         // A source without a location is schema-only: its declared columns, no data.
         let (location, path, format) = match &section.location {
             // Found through its catalog when the catalog snapshot is read.
+            // Shown everywhere (manifest, lineage, messages): never with its credentials.
             _ if rest.is_some() => (
-                section.catalog.clone().unwrap_or_default(),
+                phlo_transform_core::secrets::redact_url(
+                    section.catalog.as_deref().unwrap_or_default(),
+                ),
                 root.to_path_buf(),
                 SourceFormat::Iceberg,
             ),
@@ -273,12 +293,14 @@ pub(crate) fn declared(
     (out, diags)
 }
 
-/// Sources found under `dir`: `dir/<ns>/.../<name>.<ext>` is `<ns>. … .<name>`.
-pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
+/// Sources found under `dir`: `dir/<ns>/.../<name>.<ext>` is `<ns>. … .<name>`. A file whose
+/// path does not give a valid name is reported (P009), not registered.
+pub(crate) fn by_convention(root: &Path, dir: &str) -> (Vec<SourceDecl>, Vec<Diagnostic>) {
     let base = root.join(dir);
     let mut out = Vec::new();
+    let mut diags = Vec::new();
     if !base.is_dir() {
-        return out;
+        return (out, diags);
     }
     let mut walker = walkdir::WalkDir::new(&base)
         .min_depth(2)
@@ -304,9 +326,22 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
                 }
             }
         }
+        let location = format!("{dir}/{}", rel.to_string_lossy().replace('\\', "/"));
+        let name = segments.join(".");
+        if let Err(reason) = phlo_transform_core::check_name(&name) {
+            diags.push(
+                Diagnostic::warning(
+                    codes::INVALID_NAME,
+                    format!("`{location}` does not give a valid source name, so it is not a source: {reason}"),
+                )
+                .in_file(&location)
+                .with_help("name source files and folders with letters, digits and `_`, or declare the source in phlo.toml [source.\"ns.name\"] location = …"),
+            );
+            continue;
+        }
         out.push(SourceDecl {
-            name: segments.join("."),
-            location: format!("{dir}/{}", rel.to_string_lossy().replace('\\', "/")),
+            name,
+            location,
             path: path.to_path_buf(),
             format,
             origin: SourceOrigin::Convention,
@@ -317,7 +352,7 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> Vec<SourceDecl> {
             rest: None,
         });
     }
-    out
+    (out, diags)
 }
 
 #[cfg(test)]

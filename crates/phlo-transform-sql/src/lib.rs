@@ -3,6 +3,7 @@
 //! (decision 5) and the restricted `ref`/`source`/`var` templating (SPEC §94–96).
 
 pub mod canonical;
+pub mod depth;
 pub mod parse;
 pub mod relations;
 pub mod template;

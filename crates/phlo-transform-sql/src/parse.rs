@@ -23,6 +23,19 @@ pub fn parse_query(
     file: &str,
     dialect: &dyn Dialect,
 ) -> Result<ParsedQuery, Diagnostic> {
+    if let Err(at) = crate::depth::check(sql, dialect, crate::depth::MAX_NESTING) {
+        return Err(Diagnostic::error(
+            codes::QUERY_TOO_DEEP,
+            format!(
+                "the query nests more than {} levels deep (operators in one chain, set operations, parentheses)",
+                crate::depth::MAX_NESTING
+            ),
+        )
+        .in_file(file)
+        .at(at.line as usize, at.column as usize)
+        .with_label("the limit is crossed here")
+        .with_help("split the expression or the union into models or CTEs of fewer terms each"));
+    }
     let statements = Parser::parse_sql(dialect, sql).map_err(|e| syntax_error(&e, sql, file))?;
     let mut it = statements.into_iter();
     match (it.next(), it.next()) {

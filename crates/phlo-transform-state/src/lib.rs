@@ -34,15 +34,33 @@ pub enum StateLocation {
 }
 
 impl StateLocation {
-    /// A `postgres://` / `postgresql://` URL selects PostgreSQL; anything else is a SQLite path
-    /// (a `sqlite://` prefix is accepted and removed).
-    pub fn parse(s: &str) -> Self {
+    /// A `postgres://` / `postgresql://` URL selects PostgreSQL, `sqlite://<path>` or a plain
+    /// path SQLite. Any other `scheme://` is an error (a mistyped `postgress://user:pw@…` must
+    /// not become a SQLite file named after the password); the message shows it redacted.
+    /// The URL's credentials are registered as secrets, so no output shows them.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
         let lower = s.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            StateLocation::Postgres(s.to_string())
-        } else {
-            StateLocation::Sqlite(PathBuf::from(s.strip_prefix("sqlite://").unwrap_or(s)))
+            phlo_transform_core::secrets::register_url(s);
+            return Ok(StateLocation::Postgres(s.to_string()));
         }
+        if let Some(path) = s.strip_prefix("sqlite://") {
+            return Ok(StateLocation::Sqlite(PathBuf::from(path)));
+        }
+        if let Some((scheme, _)) = s.split_once("://") {
+            let looks_like_scheme = !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if looks_like_scheme {
+                phlo_transform_core::secrets::register_url(s);
+                return Err(format!(
+                    "unknown state URL scheme `{scheme}://` in `{}`",
+                    redact_url(s)
+                ));
+            }
+        }
+        Ok(StateLocation::Sqlite(PathBuf::from(s)))
     }
 
     /// How to show the location to people: a path, or the URL without its password.
@@ -75,34 +93,8 @@ pub async fn open(location: &StateLocation) -> Result<Arc<dyn StateStore>> {
 }
 
 /// Never show credentials: `postgres://user:secret@host/db?password=x` →
-/// `postgres://user:***@host/db?password=***`.
-pub fn redact_url(raw: &str) -> String {
-    let Ok(mut u) = url::Url::parse(raw) else {
-        // Unparseable: keep the scheme and host part only if there are no credentials.
-        return match (raw.find("://"), raw.rfind('@')) {
-            (Some(s), Some(at)) if at > s => format!("{}***{}", &raw[..s + 3], &raw[at..]),
-            _ => raw.to_string(),
-        };
-    };
-    if u.password().is_some() {
-        let _ = u.set_password(Some("***"));
-    }
-    if u.query().is_some() {
-        let pairs: Vec<(String, String)> = u
-            .query_pairs()
-            .map(|(k, v)| {
-                let secret = matches!(k.as_ref(), "password" | "sslpassword" | "passfile");
-                (
-                    k.into_owned(),
-                    if secret { "***".into() } else { v.into_owned() },
-                )
-            })
-            .collect();
-        u.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    // Keep the stars readable (the URL encoder would write them as-is, but be explicit).
-    u.to_string().replace("%2A%2A%2A", "***")
-}
+/// `postgres://user:***@host/db?password=***` (the one redaction, in core).
+pub use phlo_transform_core::secrets::redact_url;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -157,4 +149,40 @@ pub trait StateStore: Send + Sync {
     async fn model_history(&self, model: &str, limit: i64) -> Result<Vec<ModelRunRecord>>;
     /// Every model name the state has a record of, sorted.
     async fn model_names(&self) -> Result<Vec<String>>;
+    /// Takes the writer lease of `request.scope` when it is free, expired, already the
+    /// requester's, or held by `take_over_from`; `None` when taken, else who holds it.
+    async fn acquire_lease(&self, request: &LeaseRequest<'_>) -> Result<Option<LeaseHolder>>;
+    /// Extends the lease `holder` holds; false when it no longer holds it.
+    async fn renew_lease(&self, scope: &str, holder: &str, expires_ms: i64) -> Result<bool>;
+    /// Gives the lease up (nothing happens when `holder` does not hold it).
+    async fn release_lease(&self, scope: &str, holder: &str) -> Result<()>;
+    /// Marks every run of `environment` still `running` as `interrupted` and returns their
+    /// ids. Only called by the holder of the environment's writer lease: no live process is
+    /// writing those runs any more.
+    async fn interrupt_stale_runs(
+        &self,
+        environment: &str,
+        finished_at: &str,
+    ) -> Result<Vec<String>>;
+}
+
+/// A request for the writer lease of one scope (see `StateStore::acquire_lease`).
+#[derive(Clone, Debug)]
+pub struct LeaseRequest<'a> {
+    pub scope: &'a str,
+    pub holder: &'a str,
+    pub acquired_at: &'a str,
+    /// Milliseconds since the Unix epoch, by the requester's clock.
+    pub now_ms: i64,
+    pub ttl_ms: i64,
+    /// A holder found dead: its lease is taken over even before it expires.
+    pub take_over_from: Option<&'a str>,
+}
+
+/// Who holds a writer lease, and until when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHolder {
+    pub holder: String,
+    pub acquired_at: String,
+    pub expires_ms: i64,
 }

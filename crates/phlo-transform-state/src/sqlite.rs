@@ -38,12 +38,15 @@ impl SqliteStateStore {
             .map_err(|e| {
                 StateError::from_sqlx(&format!("cannot open state database {}", path.display()), e)
             })?;
-        sqlx::migrate!("./migrations")
-            .run(&pool)
-            .await
-            .map_err(|e| StateError {
-                message: format!("state database migration failed: {e}"),
-            })?;
+        // sqlx does not lock SQLite migrations: two processes opening a fresh database would
+        // both apply them and one would fail. An exclusive lock on a file beside the database
+        // makes them take turns (the second finds nothing left to apply).
+        let lock = migration_lock(path).await?;
+        let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+        drop(lock);
+        migrated.map_err(|e| StateError {
+            message: format!("state database migration failed: {e}"),
+        })?;
         Ok(SqliteStateStore { pool })
     }
 
@@ -68,6 +71,30 @@ impl SqliteStateStore {
             })?;
         Ok(SqliteStateStore { pool })
     }
+}
+
+/// An exclusive lock on `<database>.lock`, held until dropped; waits for another process's.
+async fn migration_lock(path: &Path) -> Result<std::fs::File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = std::path::PathBuf::from(lock_path);
+    let shown = lock_path.display().to_string();
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        file.lock()?;
+        Ok::<_, std::io::Error>(file)
+    })
+    .await
+    .map_err(|e| StateError {
+        message: format!("cannot lock {shown}: {e}"),
+    })?
+    .map_err(|e| StateError {
+        message: format!("cannot lock {shown}: {e}"),
+    })
 }
 
 crate::store::impl_state_store!(

@@ -488,6 +488,110 @@ macro_rules! impl_state_store {
                     .map_err(|e| $crate::StateError::from_sqlx("reading model names", e))?;
                 Ok(rows.iter().map(|r| r.get("name")).collect())
             }
+
+            async fn acquire_lease(
+                &self,
+                request: &$crate::LeaseRequest<'_>,
+            ) -> $crate::Result<Option<$crate::LeaseHolder>> {
+                use sqlx::Row;
+                // Taken when free, expired, already ours, or held by a holder known dead.
+                let sql = $sql(
+                    "INSERT INTO writer_leases (scope, holder, acquired_at, expires_ms)
+                     VALUES (?, ?, ?, ?)
+                     ON CONFLICT (scope) DO UPDATE SET
+                        holder = excluded.holder, acquired_at = excluded.acquired_at,
+                        expires_ms = excluded.expires_ms
+                     WHERE writer_leases.expires_ms < ? OR writer_leases.holder = excluded.holder
+                        OR writer_leases.holder = ?",
+                );
+                let taken = sqlx::query(&sql)
+                    .bind(request.scope)
+                    .bind(request.holder)
+                    .bind(request.acquired_at)
+                    .bind(request.now_ms + request.ttl_ms)
+                    .bind(request.now_ms)
+                    .bind(request.take_over_from.unwrap_or(""))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("taking the writer lease", e))?
+                    .rows_affected()
+                    == 1;
+                if taken {
+                    return Ok(None);
+                }
+                let sql = $sql(
+                    "SELECT holder, acquired_at, expires_ms FROM writer_leases WHERE scope = ?",
+                );
+                let row = sqlx::query(&sql)
+                    .bind(request.scope)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading the writer lease", e))?;
+                Ok(Some(match row {
+                    Some(r) => $crate::LeaseHolder {
+                        holder: r.get("holder"),
+                        acquired_at: r.get("acquired_at"),
+                        expires_ms: r.get("expires_ms"),
+                    },
+                    // Released between the two statements: report it as just expired.
+                    None => $crate::LeaseHolder {
+                        holder: String::new(),
+                        acquired_at: String::new(),
+                        expires_ms: request.now_ms,
+                    },
+                }))
+            }
+
+            async fn renew_lease(
+                &self,
+                scope: &str,
+                holder: &str,
+                expires_ms: i64,
+            ) -> $crate::Result<bool> {
+                let sql = $sql(
+                    "UPDATE writer_leases SET expires_ms = ? WHERE scope = ? AND holder = ?",
+                );
+                let n = sqlx::query(&sql)
+                    .bind(expires_ms)
+                    .bind(scope)
+                    .bind(holder)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("renewing the writer lease", e))?
+                    .rows_affected();
+                Ok(n == 1)
+            }
+
+            async fn release_lease(&self, scope: &str, holder: &str) -> $crate::Result<()> {
+                let sql = $sql("DELETE FROM writer_leases WHERE scope = ? AND holder = ?");
+                sqlx::query(&sql)
+                    .bind(scope)
+                    .bind(holder)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("releasing the writer lease", e))?;
+                Ok(())
+            }
+
+            async fn interrupt_stale_runs(
+                &self,
+                environment: &str,
+                finished_at: &str,
+            ) -> $crate::Result<Vec<String>> {
+                use sqlx::Row;
+                let sql = $sql(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?
+                     WHERE environment = ? AND status = 'running'
+                     RETURNING run_id",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(finished_at)
+                    .bind(environment)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("marking stale runs", e))?;
+                Ok(rows.iter().map(|r| r.get("run_id")).collect())
+            }
         }
     };
 }

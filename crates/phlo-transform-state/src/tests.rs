@@ -427,21 +427,34 @@ async fn model_history_and_materialisations(location: StateLocation) {
 fn locations_select_the_backend() {
     use std::path::PathBuf;
     assert_eq!(
-        StateLocation::parse("postgres://u@h/db"),
+        StateLocation::parse("postgres://u@h/db").unwrap(),
         StateLocation::Postgres("postgres://u@h/db".into())
     );
     assert_eq!(
-        StateLocation::parse("postgresql://h/db"),
+        StateLocation::parse("postgresql://h/db").unwrap(),
         StateLocation::Postgres("postgresql://h/db".into())
     );
     assert_eq!(
-        StateLocation::parse("state.db"),
+        StateLocation::parse("state.db").unwrap(),
         StateLocation::Sqlite(PathBuf::from("state.db"))
     );
     assert_eq!(
-        StateLocation::parse("sqlite:///tmp/s.db"),
+        StateLocation::parse("sqlite:///tmp/s.db").unwrap(),
         StateLocation::Sqlite(PathBuf::from("/tmp/s.db"))
     );
+}
+
+#[test]
+fn a_mistyped_scheme_is_an_error_not_a_file_named_after_the_password() {
+    let err = StateLocation::parse("postgress://phlo:s3cret-pw@db/state").unwrap_err();
+    assert!(err.contains("postgress://"), "{err}");
+    assert!(!err.contains("s3cret-pw"), "{err}");
+    assert!(StateLocation::parse("mysql://db/x").is_err());
+    // A Windows-looking or relative path is still a path.
+    assert!(matches!(
+        StateLocation::parse("dir/state.db"),
+        Ok(StateLocation::Sqlite(_))
+    ));
 }
 
 #[test]
