@@ -221,7 +221,7 @@ fn keyless_models_get_aggregates_and_inferred_keys_are_reported() {
     write_file(
         ws,
         "transforms/lab/flat.sql",
-        "-- @table\nselect site, v from raw.readings\n",
+        "-- @table\nselect site, v, v / 4.0 as ratio from raw.readings\n",
     );
     write_file(
         ws,
@@ -232,7 +232,7 @@ fn keyless_models_get_aggregates_and_inferred_keys_are_reported() {
     write_file(
         ws,
         "transforms/lab/flat.sql",
-        "-- @table\nselect site, v * 2 as v from raw.readings\n",
+        "-- @table\nselect site, v * 2 as v, v / 4.0 as ratio from raw.readings\n",
     );
     write_file(
         ws,
@@ -248,6 +248,10 @@ fn keyless_models_get_aggregates_and_inferred_keys_are_reported() {
     assert_eq!(r["aggregates"][1]["column"], "v");
     assert_eq!(r["aggregates"][1]["base"]["sum"], 60);
     assert_eq!(r["aggregates"][1]["candidate"]["sum"], 120);
+    // A float column is aggregated too (approximate distinct included), and unchanged.
+    assert_eq!(r["aggregates"][2]["column"], "ratio");
+    assert_eq!(r["aggregates"][2]["base"]["approx_distinct"], 3);
+    assert_eq!(r["aggregates"][2]["differs"], serde_json::json!([]));
     assert_eq!(r["policy"]["violations"][0]["code"], "D013");
     // GROUP BY site: the key is inferred from the plan.
     let r = diff_json(ws, &["lab.by_site"], 0);

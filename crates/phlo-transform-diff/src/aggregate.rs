@@ -5,7 +5,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{approx_distinct, count, max, min, sum};
 use datafusion::logical_expr::Expr;
-use datafusion::prelude::{ident, lit, DataFrame};
+use datafusion::prelude::{cast, ident, lit, DataFrame};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use serde::Serialize;
@@ -53,6 +53,25 @@ fn orderable(t: &DataType) -> bool {
         )
 }
 
+/// Types DataFusion's `approx_distinct` counts directly; other orderable types (floats,
+/// decimals, booleans) are counted through their text, which is as distinct as the value.
+fn hll_native(t: &DataType) -> bool {
+    t.is_integer()
+        || matches!(
+            t,
+            DataType::Date32
+                | DataType::Date64
+                | DataType::Time32(_)
+                | DataType::Time64(_)
+                | DataType::Timestamp(_, _)
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Binary
+                | DataType::LargeBinary
+        )
+}
+
 fn summable(t: &DataType) -> bool {
     t.is_numeric()
 }
@@ -70,7 +89,12 @@ pub async fn aggregate(
         if orderable(c.data_type) {
             exprs.push(min(e()).alias(format!("c{i}_min")));
             exprs.push(max(e()).alias(format!("c{i}_max")));
-            exprs.push(approx_distinct(e()).alias(format!("c{i}_distinct")));
+            let distinct_of = if hll_native(c.data_type) {
+                e()
+            } else {
+                cast(e(), DataType::Utf8)
+            };
+            exprs.push(approx_distinct(distinct_of).alias(format!("c{i}_distinct")));
         }
         if summable(c.data_type) {
             exprs.push(sum(e()).alias(format!("c{i}_sum")));

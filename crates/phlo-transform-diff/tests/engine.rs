@@ -295,6 +295,7 @@ async fn keyless_compares_aggregates_and_row_thresholds_fail() {
         vec![
             ("a", ints(&[Some(1), Some(2), None])),
             ("s", strs(&[Some("x"), Some("y"), Some("z")])),
+            ("f", floats(&[Some(0.5), Some(1.5), Some(1.5)])),
         ],
         8,
     );
@@ -303,6 +304,7 @@ async fn keyless_compares_aggregates_and_row_thresholds_fail() {
         vec![
             ("a", ints(&[Some(1), Some(5), None, None])),
             ("s", strs(&[Some("x"), Some("y"), Some("z"), Some("z")])),
+            ("f", floats(&[Some(0.5), Some(1.5), Some(2.5), Some(1.5)])),
         ],
         8,
     );
@@ -325,6 +327,10 @@ async fn keyless_compares_aggregates_and_row_thresholds_fail() {
     assert_eq!(aggs[0].candidate.sum, 6);
     assert_eq!(aggs[0].differs, ["nulls", "max", "sum"]);
     assert_eq!(aggs[1].differs, ["count"]);
+    // Floats: approximate distinct through their text (2 against 3 values).
+    assert_eq!(aggs[2].base.approx_distinct, 2);
+    assert_eq!(aggs[2].candidate.approx_distinct, 3);
+    assert_eq!(aggs[2].differs, ["count", "max", "sum", "approx_distinct"]);
     assert!(!r.policy.passed);
     assert_eq!(r.policy.violations.len(), 2);
     assert!(r
