@@ -237,6 +237,51 @@ fn read_only_commands_create_nothing() {
     }
 }
 
+// Item 7 ---------------------------------------------------------------------------------------
+
+#[test]
+fn test_says_which_models_are_out_of_date_and_what_it_tested() {
+    let ws = lab();
+    assert_eq!(run(ws.path(), &["run"]).code, 0);
+    edit(
+        ws.path(),
+        "workflows/assay/transforms/marts/lab_turnaround.sql",
+        |t| {
+            t.replace(
+                "round(avg(p.hours_to_complete), 1)",
+                "round(median(p.hours_to_complete), 1)",
+            )
+        },
+    );
+    let out = run(ws.path(), &["test", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let models = report["models"].as_array().unwrap();
+    let turnaround = models
+        .iter()
+        .find(|m| m["name"] == "assay.marts.lab_turnaround")
+        .unwrap();
+    assert_eq!(turnaround["status"], "skipped");
+    let outdated = turnaround["outdated"].as_str().unwrap();
+    assert!(
+        outdated.starts_with("out of date (")
+            && outdated.contains("the relation built from version"),
+        "{outdated}"
+    );
+    // Up-to-date models say nothing of the kind.
+    assert!(models
+        .iter()
+        .filter(|m| m["name"] != "assay.marts.lab_turnaround")
+        .all(|m| m.get("outdated").is_none()));
+    let text = run(ws.path(), &["test"]).stdout;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  SKIPPED  assay.marts.lab_turnaround")
+                && l.contains("out of date (")),
+        "{text}"
+    );
+}
+
 // Item 8 ---------------------------------------------------------------------------------------
 
 #[test]

@@ -271,7 +271,7 @@ pub fn run(r: &RunReport) -> String {
                 }
             ),
             (None, None, Some(ms)) => format!("view in {ms} ms"),
-            _ => String::new(),
+            _ => m.outdated.clone().unwrap_or_default(),
         };
         row(&mut out, &m.status, &m.name, width, &detail);
     }

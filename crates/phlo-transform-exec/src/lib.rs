@@ -302,7 +302,10 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
                 return (NodeState::Passed, r, next);
             }
             let s = match m.decision {
-                Decision::Skip => NodeState::Skipped,
+                Decision::Skip => {
+                    r.outdated = outdated(m);
+                    NodeState::Skipped
+                }
                 Decision::Cached => NodeState::Cached,
                 Decision::Blocked => {
                     // Blocked by the plan: the report says why, as the plan did.
@@ -321,6 +324,22 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
             (s, r, next)
         })
         .collect()
+}
+
+/// Why a skipped model's relation is not the version the workspace gives now, when it is not.
+fn outdated(m: &PlannedModel) -> Option<String> {
+    let (Some(desired), Some(built)) = (&m.version, &m.previous_version) else {
+        return None;
+    };
+    if desired == built {
+        return None;
+    }
+    let why: Vec<&str> = m.reasons.iter().map(|r| r.detail.as_str()).collect();
+    Some(format!(
+        "out of date ({}): the relation built from version {} was used",
+        why.join("; "),
+        &built[..12.min(built.len())]
+    ))
 }
 
 /// The adapter's job for planned model `m`; `None` when its executable SQL cannot be built.

@@ -46,6 +46,11 @@ pub struct ModelResult {
     /// Passed in the interrupted run this run resumed, and reused rather than executed again.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// Skipped although the workspace now gives another version (`test` never builds; a
+    /// dependency outside the selection is read as it is): why it is out of date, and which
+    /// relation was used instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outdated: Option<String>,
 }
 
 impl ModelResult {
@@ -64,6 +69,7 @@ impl ModelResult {
             attempts: 0,
             failures: Vec::new(),
             resumed: false,
+            outdated: None,
         }
     }
 }
