@@ -16,12 +16,13 @@
 
 use async_trait::async_trait;
 use phlo_transform_adapter::{
-    Adapter, AdapterError, LocalEngine, MaterializeJob, MaterializeOutcome,
+    Adapter, AdapterError, InFlight, LocalEngine, MaterializeJob, MaterializeOutcome, QueryId,
+    Relation, RelationInfo, SourceState,
 };
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
 use phlo_transform_exec::{execute, RunOptions};
 use phlo_transform_plan::{Plan, PlanInputs, SelectorSpec};
-use phlo_transform_project::{Materialization, SourceDecl, Workspace};
+use phlo_transform_project::{SourceDecl, Workspace};
 use phlo_transform_sql::sqlparser::ast::Query;
 use phlo_transform_state::{SqliteStateStore, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -34,26 +35,66 @@ struct NoopEngine;
 
 #[async_trait]
 impl Adapter for NoopEngine {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "local"
     }
-    fn relation_name(&self, model_name: &str) -> String {
-        model_name.to_string()
+    fn dialect(&self) -> &str {
+        "datafusion"
     }
-    async fn relation_exists(&self, _: &str, _: Materialization) -> bool {
-        false
+    fn model_relation(&self, model_name: &str) -> Relation {
+        Relation::new([model_name])
     }
-    async fn built_strategy(&self, _: &str) -> Option<String> {
-        None
+    fn source_relation(&self, source_name: &str) -> Relation {
+        Relation::new([source_name])
     }
-    async fn materialize(&self, _: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
-        Ok(MaterializeOutcome::default())
+    async fn introspect_relation(
+        &self,
+        _: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        Ok(None)
     }
-    async fn count_rows(&self, _: &Query) -> Result<u64, AdapterError> {
+    async fn execute(&self, _: &Query, _: &InFlight) -> Result<u64, AdapterError> {
         Ok(0)
     }
-    async fn latest_timestamp(&self, _: &SourceDecl, _: &str) -> Result<Option<i64>, AdapterError> {
+    async fn create_table(
+        &self,
+        _: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        Ok(MaterializeOutcome::default())
+    }
+    async fn create_view(
+        &self,
+        _: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        Ok(MaterializeOutcome::default())
+    }
+    async fn apply_incremental(
+        &self,
+        _: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        Ok(MaterializeOutcome::default())
+    }
+    async fn drop_relation(&self, _: &Relation) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    async fn source_state(
+        &self,
+        _: &SourceDecl,
+        _: Option<&str>,
+    ) -> Result<SourceState, AdapterError> {
+        Ok(SourceState::default())
+    }
+    async fn cancel(&self, _: &QueryId) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    async fn output_identity(&self, _: &Relation) -> Result<Option<String>, AdapterError> {
         Ok(None)
+    }
+    fn statements(&self, _: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
+        Ok(Vec::new())
     }
 }
 
@@ -73,7 +114,11 @@ fn generate(root: &Path, n: usize) {
 
 fn plan(c: &Compilation, adapter: &dyn Adapter) -> Plan {
     let (materialized, existing, strategies) = (HashMap::new(), HashSet::new(), HashMap::new());
-    let relation_of = |i: usize| adapter.relation_name(c.models[i].name.as_str());
+    let relation_of = |i: usize| {
+        adapter
+            .model_relation(c.models[i].name.as_str())
+            .to_string()
+    };
     let inputs = PlanInputs {
         environment: "local",
         adapter: adapter.name(),

@@ -7,13 +7,14 @@ mod common;
 use async_trait::async_trait;
 use common::write_file;
 use phlo_transform_adapter::{
-    Adapter, AdapterError, LocalEngine, MaterializeJob, MaterializeOutcome,
+    Adapter, AdapterError, InFlight, LocalEngine, MaterializeJob, MaterializeOutcome, QueryId,
+    Relation, RelationInfo, SourceState,
 };
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_exec::{execute, CancelHandle, Category, RetryPolicy, RunOptions, RunReport};
 use phlo_transform_plan::{Plan, PlanInputs, SelectorSpec};
-use phlo_transform_project::{Materialization, Workspace};
+use phlo_transform_project::Workspace;
 use phlo_transform_sql::sqlparser::ast::Query;
 use phlo_transform_state::{AttemptRecord, SqliteStateStore, StateStore};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -39,6 +40,8 @@ struct FaultyEngine {
     delays: HashMap<String, Duration>,
     /// Attempts each model received.
     calls: Mutex<BTreeMap<String, u32>>,
+    /// Query ids the scheduler asked the engine to cancel.
+    cancelled: Mutex<Vec<String>>,
 }
 
 impl FaultyEngine {
@@ -49,21 +52,74 @@ impl FaultyEngine {
 
 #[async_trait]
 impl Adapter for FaultyEngine {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         self.inner.name()
     }
-    fn relation_name(&self, model_name: &str) -> String {
-        self.inner.relation_name(model_name)
+    fn dialect(&self) -> &str {
+        self.inner.dialect()
     }
-    async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool {
-        self.inner
-            .relation_exists(model_name, materialization)
-            .await
+    fn model_relation(&self, model_name: &str) -> Relation {
+        self.inner.model_relation(model_name)
     }
-    async fn built_strategy(&self, model_name: &str) -> Option<String> {
-        self.inner.built_strategy(model_name).await
+    fn source_relation(&self, source_name: &str) -> Relation {
+        self.inner.source_relation(source_name)
     }
-    async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+    async fn introspect_relation(
+        &self,
+        relation: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        self.inner.introspect_relation(relation).await
+    }
+    async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
+        self.inner.execute(query, inflight).await
+    }
+    async fn create_table(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.inner.create_table(job, inflight).await
+    }
+    async fn create_view(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.inner.create_view(job, inflight).await
+    }
+    async fn apply_incremental(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.inner.apply_incremental(job, inflight).await
+    }
+    async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
+        self.inner.drop_relation(relation).await
+    }
+    async fn source_state(
+        &self,
+        source: &phlo_transform_project::SourceDecl,
+        timestamp_column: Option<&str>,
+    ) -> Result<SourceState, AdapterError> {
+        self.inner.source_state(source, timestamp_column).await
+    }
+    /// Records which hanging queries the scheduler cancelled.
+    async fn cancel(&self, query: &QueryId) -> Result<(), AdapterError> {
+        self.cancelled.lock().unwrap().push(query.0.clone());
+        Ok(())
+    }
+    async fn output_identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        self.inner.output_identity(relation).await
+    }
+    fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
+        self.inner.statements(job)
+    }
+    async fn materialize(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
         *self
             .calls
             .lock()
@@ -80,32 +136,22 @@ impl Adapter for FaultyEngine {
             .get_mut(&job.model_name)
             .and_then(VecDeque::pop_front);
         match fault {
-            Some(Fault::Transient) => Err(AdapterError {
-                code: codes::WRITE_FAILED,
-                message: "connection reset by peer".into(),
-                retryable: true,
-            }),
-            Some(Fault::Sql) => Err(AdapterError {
-                code: codes::QUERY_FAILED,
-                message: "Cast error: Cannot cast string 'seven' to value of Int32 type".into(),
-                retryable: false,
-            }),
+            Some(Fault::Transient) => Err(AdapterError::retryable(
+                codes::WRITE_FAILED,
+                "connection reset by peer",
+            )),
+            Some(Fault::Sql) => Err(AdapterError::new(
+                codes::QUERY_FAILED,
+                "Cast error: Cannot cast string 'seven' to value of Int32 type",
+            )),
             Some(Fault::Hang) => {
+                // A warehouse query that never ends, registered like a real one.
+                let _running = inflight.track(QueryId(format!("hang:{}", job.model_name)));
                 std::future::pending::<()>().await;
                 unreachable!()
             }
-            None => self.inner.materialize(job).await,
+            None => self.inner.materialize(job, inflight).await,
         }
-    }
-    async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
-        self.inner.count_rows(query).await
-    }
-    async fn latest_timestamp(
-        &self,
-        source: &phlo_transform_project::SourceDecl,
-        column: &str,
-    ) -> Result<Option<i64>, AdapterError> {
-        self.inner.latest_timestamp(source, column).await
     }
 }
 
@@ -161,6 +207,7 @@ async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness
             .map(|(m, ms)| (m.to_string(), Duration::from_millis(*ms)))
             .collect(),
         calls: Mutex::new(BTreeMap::new()),
+        cancelled: Mutex::new(Vec::new()),
     });
     let state: Arc<dyn StateStore> = Arc::new(
         SqliteStateStore::open(&dir.path().join(".phlo/transform/state.db"))
@@ -169,7 +216,7 @@ async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness
     );
     let materialized = HashMap::new();
     let existing = HashSet::new();
-    let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+    let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
     let inputs = PlanInputs {
         environment: "local",
         adapter: engine.name(),
@@ -405,6 +452,8 @@ async fn an_attempt_over_the_model_timeout_fails_as_a_timeout_and_is_not_retried
     options.retry = fast_retries(3);
     let report = h.run(&options).await;
     assert_eq!(h.engine.calls("x.d"), 1);
+    let b = report.models.iter().find(|m| m.name == "x.b").unwrap();
+    assert!(b.error.is_none(), "{:?}", b.error);
     let d = report.models.iter().find(|m| m.name == "x.d").unwrap();
     let error = d.error.as_ref().unwrap();
     assert_eq!(
@@ -423,6 +472,8 @@ async fn an_attempt_over_the_model_timeout_fails_as_a_timeout_and_is_not_retried
     );
     let attempts = h.attempts(&report.run_id, "x.d").await;
     assert_eq!(attempts[0].error_category.as_deref(), Some("timeout"));
+    // The timed-out attempt's warehouse query was cancelled on the engine (SPEC §64).
+    assert_eq!(*h.engine.cancelled.lock().unwrap(), vec!["hang:x.d"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -440,6 +491,7 @@ async fn cancelling_records_in_flight_and_unstarted_work_as_cancelled() {
     assert_eq!(report.status, "cancelled");
     let s = statuses(&report);
     assert_eq!(s["x.d"], "cancelled", "{s:?}");
+    assert_eq!(*h.engine.cancelled.lock().unwrap(), vec!["hang:x.d"]);
     assert!(
         s.values().all(|v| v == "passed" || v == "cancelled"),
         "{s:?}"

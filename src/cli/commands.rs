@@ -1,7 +1,7 @@
 //! One function per command. Each builds its report, prints it (text or JSON) and returns
 //! the exit code.
 
-use phlo_transform_adapter::Adapter;
+use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
@@ -10,7 +10,6 @@ use phlo_transform_state::{MaterializedVersion, StateStore};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
@@ -187,12 +186,15 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         None
     } else {
         let state = if spec.reads_state() {
-            let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+            let engine = match open_engine(paths, c, Purpose::Plan).await {
+                Ok((engine, _)) => engine,
+                Err(d) => return fatal(d, json),
+            };
             let store = match open_state_read_only(paths).await {
                 Ok(s) => s,
                 Err(d) => return fatal(d, json),
             };
-            match state_view(c, &engine, store.as_ref()).await {
+            match state_view(c, engine.as_ref(), store.as_ref()).await {
                 Ok(v) => Some((v, engine)),
                 Err(d) => return fatal(d, json),
             }
@@ -200,7 +202,7 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
             None
         };
         let changed = || match &state {
-            Some((view, engine)) => view.changed(c, engine),
+            Some((view, engine)) => view.changed(c, engine.as_ref()),
             None => BTreeSet::new(),
         };
         match phlo_transform_plan::select(c, spec, &changed) {
@@ -242,7 +244,7 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     }
 }
 
-pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 {
+pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
@@ -255,6 +257,21 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
         Err(d) => return fatal(d, json),
     };
     let m = &c.models[i];
+    // Naming needs the adapter; a warehouse that cannot be reached only costs the relation,
+    // unless the SQL it would be sent was asked for.
+    let engine = match open_engine(paths, c, Purpose::Plan).await {
+        Ok((engine, _)) => Some(engine),
+        Err(d) if sql => return fatal(d, json),
+        Err(_) => None,
+    };
+    let relation = engine.as_ref().and_then(|e| {
+        (m.materialization != phlo_transform_project::Materialization::Ephemeral)
+            .then(|| e.model_relation(m.name.as_str()))
+    });
+    if sql {
+        let engine = engine.expect("opened above");
+        return print_model_sql(c, i, engine.as_ref(), json);
+    }
     let file = &c.workspace.models[i];
     let recorded = match open_state_read_only(paths).await {
         Ok(store) => store
@@ -309,6 +326,9 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
             "kind": "model",
             "name": m.name, "id": m.id, "uri": m.name.uri(), "path": m.path,
             "namespace": file.namespace, "materialization": m.materialization,
+            "adapter": engine.as_ref().map(|e| e.name()),
+            "relation": relation.as_ref().map(|r| r.to_string()),
+            "relation_parts": relation.as_ref().map(|r| &r.parts),
             "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
             "directives": file.directives, "schema": m.schema,
             "column_lineage": column_sources,
@@ -335,6 +355,9 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, json: bool) -> u8 
     );
     println!("Path: {}\n", m.path);
     println!("Materialisation: {}", m.materialization);
+    if let (Some(r), Some(e)) = (&relation, &engine) {
+        println!("Relation: {r} ({})", e.name());
+    }
     if !file.config.key.value.is_empty() {
         println!("Key: {}", file.config.key.value.join(", "));
     }
@@ -510,6 +533,56 @@ fn inspect_source(c: &Compilation, name: &str, json: bool) -> u8 {
     EXIT_OK
 }
 
+/// `inspect <model> --sql`: the statements the adapter sends to materialise the model (as for
+/// a first build; incremental models show their incremental statements).
+fn print_model_sql(c: &Compilation, i: usize, engine: &dyn Adapter, json: bool) -> u8 {
+    let m = &c.models[i];
+    if m.materialization == phlo_transform_project::Materialization::Ephemeral || m.has_errors {
+        let why = if m.has_errors {
+            "it has compile errors"
+        } else {
+            "it is ephemeral: its SQL is inlined into the models that read it"
+        };
+        return fatal(
+            Diagnostic::error(
+                codes::UNKNOWN_MODEL,
+                format!("`{}` is never sent to the warehouse: {why}", m.name),
+            )
+            .with_help("`phlo-transform check` lists the errors; inspect a model that reads it"),
+            json,
+        );
+    }
+    let statements = phlo_transform_exec::model_job(c, i, engine, false)
+        .ok_or_else(|| {
+            phlo_transform_adapter::AdapterError::new(
+                codes::QUERY_FAILED,
+                "the model's executable SQL could not be built",
+            )
+        })
+        .and_then(|job| engine.statements(&job));
+    match statements {
+        Ok(statements) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({
+                        "name": m.name,
+                        "adapter": engine.name(),
+                        "relation": engine.model_relation(m.name.as_str()).to_string(),
+                        "statements": statements,
+                    })
+                );
+            } else {
+                for s in statements {
+                    println!("{s};");
+                }
+            }
+            EXIT_OK
+        }
+        Err(e) => fatal(Diagnostic::error(e.code, e.message), json),
+    }
+}
+
 /// The recorded state of the environment and the relations that exist, as the planner reads
 /// them.
 struct StateView {
@@ -540,7 +613,7 @@ impl StateView {
 
     /// The state-derived `changed` set.
     fn changed(&self, c: &Compilation, engine: &dyn Adapter) -> BTreeSet<usize> {
-        let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+        let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
         phlo_transform_plan::changed_models(c, &self.inputs(engine, &relation_of))
     }
 }
@@ -558,18 +631,43 @@ async fn state_view(
                 "the state database may be damaged; `phlo-transform clean --all` resets it",
             )
         })?;
+    let unavailable = |e: phlo_transform_adapter::AdapterError| {
+        Diagnostic::error(e.code, e.message)
+            .with_help("check the adapter's configuration ([adapter] in phlo.toml) and that the warehouse is reachable")
+    };
+    let relations: Vec<_> = c
+        .models
+        .iter()
+        .map(|m| engine.model_relation(m.name.as_str()))
+        .collect();
+    let found = engine
+        .introspect_relations(&relations)
+        .await
+        .map_err(unavailable)?;
     let mut existing = HashSet::new();
     let mut strategies = HashMap::new();
-    for m in &c.models {
-        if engine
-            .relation_exists(m.name.as_str(), m.materialization)
-            .await
-        {
-            existing.insert(m.id.clone());
-            if m.materialization == phlo_transform_project::Materialization::Incremental {
-                if let Some(label) = engine.built_strategy(m.name.as_str()).await {
-                    strategies.insert(m.id.clone(), label);
-                }
+    for ((m, relation), info) in c.models.iter().zip(&relations).zip(found) {
+        use phlo_transform_adapter::RelationKind;
+        use phlo_transform_project::Materialization;
+        // A relation of the other kind (a view where a table is wanted) is missing.
+        let recorded_strategy = info.as_ref().and_then(|i| i.strategy.clone());
+        let exists = match (m.materialization, info.map(|i| i.kind)) {
+            (Materialization::Ephemeral, _) => true,
+            (Materialization::View, Some(kind)) => kind == RelationKind::View,
+            (_, Some(kind)) => kind == RelationKind::Table,
+            (_, None) => false,
+        };
+        if !exists {
+            continue;
+        }
+        existing.insert(m.id.clone());
+        if m.materialization == phlo_transform_project::Materialization::Incremental {
+            let label = match recorded_strategy {
+                Some(label) => Some(label),
+                None => engine.built_strategy(relation).await.map_err(unavailable)?,
+            };
+            if let Some(label) = label {
+                strategies.insert(m.id.clone(), label);
             }
         }
     }
@@ -580,8 +678,9 @@ async fn state_view(
             continue;
         };
         let latest = engine
-            .latest_timestamp(source, &f.timestamp_column)
+            .source_state(source, Some(&f.timestamp_column))
             .await
+            .map(|s| s.latest_timestamp)
             .map_err(|e| e.message);
         freshness.extend(phlo_transform_plan::evaluate_freshness(source, latest, now));
     }
@@ -602,7 +701,7 @@ pub(super) async fn make_plan(
     spec: &SelectorSpec,
 ) -> Result<Plan, Vec<Diagnostic>> {
     let view = state_view(c, engine, store).await.map_err(|d| vec![d])?;
-    let relation_of = |i: usize| engine.relation_name(c.models[i].name.as_str());
+    let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
     let inputs = view.inputs(engine, &relation_of);
     let changed = || phlo_transform_plan::changed_models(c, &inputs);
     let selection = phlo_transform_plan::select(c, spec, &changed)?;
@@ -625,8 +724,11 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     // Planning only asks whether relations exist: nothing needs opening.
-    let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
-    let p = match make_plan(c, &engine, store.as_ref(), spec).await {
+    let engine = match open_engine(paths, c, Purpose::Plan).await {
+        Ok((engine, _)) => engine,
+        Err(d) => return fatal(d, json),
+    };
+    let p = match make_plan(c, engine.as_ref(), store.as_ref(), spec).await {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
     };
@@ -964,13 +1066,16 @@ async fn execute_plan_leased(
     command: &str,
     spec: &SelectorSpec,
     adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
-    store: Arc<dyn phlo_transform_state::StateStore>,
+    store: std::sync::Arc<dyn phlo_transform_state::StateStore>,
 ) -> u8 {
-    let (engine, engine_diags) = open_engine(paths, c).await;
+    let jobs = exec.jobs(c);
+    let (engine, engine_diags) = match open_engine(paths, c, Purpose::Run { jobs }).await {
+        Ok(opened) => opened,
+        Err(d) => return fatal(d, json),
+    };
     if !json {
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
-    let engine = Arc::new(engine);
     let p = match make_plan(c, engine.as_ref(), store.as_ref(), spec)
         .await
         .and_then(|p| adjust(p).map_err(|d| vec![d]))

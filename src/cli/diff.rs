@@ -9,7 +9,7 @@ use phlo_transform_exec::diff::{diff_model, DiffArgs};
 use std::path::PathBuf;
 
 use super::commands::{compile_or_report, fatal};
-use super::{open_engine, render, Paths, EXIT_FAILURES, EXIT_OK};
+use super::{open_local_engine, render, Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
 pub struct DiffCliArgs {
@@ -113,7 +113,7 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let (engine, _) = open_engine(paths, c).await;
+    let (engine, _) = open_local_engine(paths, c).await;
     let report = match diff_model(c, &engine, library_args).await {
         Ok(r) => r,
         Err(d) => return fatal(d, json),

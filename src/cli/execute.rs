@@ -3,7 +3,7 @@
 //! `--events`, OpenLineage) and Ctrl-C.
 
 use clap::Args;
-use phlo_transform_adapter::LocalEngine;
+use phlo_transform_adapter::Adapter;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -56,7 +56,7 @@ impl Execution {
         }
     }
 
-    fn jobs(&self, c: &Compilation) -> usize {
+    pub fn jobs(&self, c: &Compilation) -> usize {
         self.args
             .jobs
             .or(c.workspace.config.transform.execution.max_concurrency)
@@ -200,7 +200,7 @@ pub async fn run_plan(
     paths: &Paths,
     c: &Compilation,
     plan: &Plan,
-    engine: Arc<LocalEngine>,
+    engine: Arc<dyn Adapter>,
     store: Arc<dyn StateStore>,
     command: &str,
     exec: &Execution,

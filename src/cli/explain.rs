@@ -60,12 +60,15 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
             )
         }
     };
-    let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+    let engine = match super::open_engine(paths, c, phlo_transform_adapter::Purpose::Plan).await {
+        Ok((engine, _)) => engine,
+        Err(d) => return fatal(d, json),
+    };
     let spec = SelectorSpec {
         include: vec![format!("+{}", m.name)],
         ..SelectorSpec::default()
     };
-    let plan = match make_plan(c, &engine, store.as_ref(), &spec).await {
+    let plan = match make_plan(c, engine.as_ref(), store.as_ref(), &spec).await {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
     };

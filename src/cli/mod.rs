@@ -14,7 +14,7 @@ mod state;
 use selection::SelectionArgs;
 
 use clap::{Parser, Subcommand};
-use phlo_transform_adapter::LocalEngine;
+use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -48,6 +48,10 @@ pub struct Cli {
     /// postgres:// / postgresql:// URL (the shared PostgreSQL store).
     #[arg(long, global = true, env = "PHLO_STATE_URL", value_name = "PATH|URL")]
     pub state: Option<String>,
+    /// The target to compile for and build on: a name from `[adapters.<name>]` in phlo.toml,
+    /// or `local` (default: `[adapter]`, else the embedded local engine).
+    #[arg(long, global = true, env = "PHLO_ADAPTER", value_name = "NAME")]
+    pub adapter: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -68,6 +72,9 @@ pub enum Command {
         /// Show the effective configuration and where each value came from.
         #[arg(long)]
         config: bool,
+        /// Print the exact SQL the adapter sends to materialise the model.
+        #[arg(long)]
+        sql: bool,
     },
     /// Why a model would (or would not) be built: identity, recorded state, decision, reasons.
     Explain {
@@ -158,10 +165,12 @@ pub struct Paths {
     pub artifacts: PathBuf,
     pub warehouse: PathBuf,
     pub state: StateLocation,
+    /// `--adapter <name>`.
+    pub adapter: Option<String>,
 }
 
 impl Paths {
-    fn new(root: &Path, state: Option<&str>) -> Result<Self, Diagnostic> {
+    fn new(root: &Path, state: Option<&str>, adapter: Option<String>) -> Result<Self, Diagnostic> {
         let artifacts = root.join(".phlo").join("transform");
         let state = match state.map(StateLocation::parse) {
             Some(Ok(location)) => location,
@@ -177,6 +186,7 @@ impl Paths {
             state,
             warehouse: root.join(".phlo").join("warehouse"),
             artifacts,
+            adapter,
         })
     }
 }
@@ -192,14 +202,16 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Workspace::find_root(&start)
     };
     let json = cli.json;
-    let paths = match Paths::new(&root, cli.state.as_deref()) {
+    let paths = match Paths::new(&root, cli.state.as_deref(), cli.adapter.clone()) {
         Ok(paths) => paths,
         Err(d) => return commands::fatal(d, json),
     };
     match cli.command {
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
-        Command::Inspect { model, config } => commands::inspect(&paths, &model, config, json).await,
+        Command::Inspect { model, config, sql } => {
+            commands::inspect(&paths, &model, config, sql, json).await
+        }
         Command::Explain { model } => explain::explain(&paths, &model, json).await,
         Command::Plan { selection } => commands::plan(&paths, &selection.spec(), json).await,
         Command::Apply {
@@ -260,7 +272,11 @@ pub async fn dispatch(cli: Cli) -> u8 {
 /// A command compiles once and exits, so the compilation is leaked on purpose: freeing every
 /// AST, plan and schema at exit costs about 0.4 s at 10,000 models and buys nothing.
 pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
-    let ws = Workspace::load(&paths.root)?;
+    let mut ws = Workspace::load(&paths.root)?;
+    // The target's dialect types the models (its functions, its type names).
+    if let Some(dialect) = ws.adapter_target(paths.adapter.as_deref())?.dialect() {
+        ws.config.transform.dialect = Some(dialect.to_string());
+    }
     let (catalog, diags) = CatalogSnapshot::load(&ws);
     Ok(Box::leak(Box::new(Compilation::compile(
         ws, catalog, diags,
@@ -301,8 +317,41 @@ fn state_unavailable(paths: &Paths, e: phlo_transform_state::StateError) -> Diag
     Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
 }
 
-pub async fn open_engine(paths: &Paths, c: &Compilation) -> (LocalEngine, Vec<Diagnostic>) {
-    let (engine, problems) = LocalEngine::open(&paths.warehouse, c).await;
+/// Opens the adapter `--adapter` / `[adapter]` chooses for `c`. Problems that leave it usable
+/// (a source the local engine cannot register) come back as warnings; a warehouse that
+/// cannot be reached is an error.
+pub async fn open_engine(
+    paths: &Paths,
+    c: &Compilation,
+    purpose: Purpose,
+) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
+    let target = c.workspace.adapter_target(paths.adapter.as_deref())?;
+    let (engine, problems) = phlo_transform_adapter::open(&target, &paths.root, c, purpose)
+        .await
+        .map_err(|e| {
+            let help = match e.code {
+                codes::ADAPTER_UNAVAILABLE => "check that the server is running and reachable at that address, that the database exists and that password_env names the right variable",
+                _ => "check the adapter's settings in phlo.toml ([adapter] / [adapters.<name>])",
+            };
+            Diagnostic::error(e.code, e.message).with_help(help)
+        })?;
+    let diags = problems
+        .into_iter()
+        .map(|p| {
+            Diagnostic::warning(p.code, p.message)
+                .with_help("models reading this relation will fail until it can be read")
+        })
+        .collect();
+    Ok((engine, diags))
+}
+
+/// The embedded local engine over the workspace's warehouse with every source registered:
+/// what `diff` reads (it compares Delta versions, which only the local engine has).
+pub async fn open_local_engine(
+    paths: &Paths,
+    c: &Compilation,
+) -> (phlo_transform_adapter::LocalEngine, Vec<Diagnostic>) {
+    let (engine, problems) = phlo_transform_adapter::LocalEngine::open(&paths.warehouse, c).await;
     let diags = problems
         .into_iter()
         .map(|p| {

@@ -1,106 +1,192 @@
-//! Engines behind one trait. The executor reaches a warehouse only through `Adapter`.
+//! Engines behind one trait (SPEC §66). The scheduler, tests, freshness and planning reach a
+//! warehouse only through [`Adapter`]; each engine is one implementation: the embedded local
+//! engine ([`LocalEngine`], DataFusion + Delta) and the warehouse engines (PostgreSQL, DuckDB,
+//! Trino). No macro dispatch: a `dyn Adapter` chosen from the configuration.
+//!
+//! # Contract every implementation keeps
+//!
+//! - **Names.** [`Adapter::model_relation`] and [`Adapter::source_relation`] say where a
+//!   model is written and where a source is read, as identifier parts (`["assay",
+//!   "results"]`); the compiler rewrites every relation of a model's AST to them before the
+//!   adapter sees the query, so an adapter never resolves names itself.
+//! - **SQL.** A job carries the model's own AST ([`MaterializeJob::query`]) with physical
+//!   names; a warehouse adapter prints it in its dialect and wraps it in the DDL/DML it
+//!   generates. [`Adapter::statements`] returns exactly what would be sent (`inspect --sql`).
+//! - **Writes.** [`Adapter::create_table`] replaces a table atomically (readers never see a
+//!   half-built table); [`Adapter::apply_incremental`] applies the job's strategy, and builds
+//!   in full when the table is missing, when `job.table.full_rebuild` is set, or when the
+//!   table records another strategy label (SPEC §29). Only a write that really happened may
+//!   return `Ok`: the scheduler records the model version as materialised on `Ok` alone.
+//! - **Cancellation** (SPEC §64). Each attempt gets an [`InFlight`]; an adapter registers the
+//!   id of every warehouse query while it runs ([`InFlight::track`]). On `--model-timeout`,
+//!   `--fail-fast` or Ctrl-C the scheduler calls [`Adapter::cancel`] for each registered id
+//!   and then drops the attempt's future. An engine that cannot cancel a query returns `Ok`
+//!   from `cancel` and relies on the dropped future.
+//! - **Errors.** [`AdapterError::retryable`] only for failures a retry may cure (connection
+//!   loss, serialization conflicts); SQL errors are never retryable. Error codes: A001 query
+//!   failed, A002 write failed, A003 relation unavailable, A008 warehouse unreachable, A011
+//!   query cancelled.
 
 pub mod cause;
 mod delta;
+#[cfg(feature = "duckdb")]
+pub mod duck;
+mod error;
 mod freshness;
+mod inflight;
+mod job;
 pub mod local;
+mod naming;
+mod position;
+pub mod postgres;
+mod relation;
 pub mod snapshot;
+mod sqlgen;
+mod targets;
 pub mod trino;
 pub mod warehouse;
 
 use async_trait::async_trait;
 use datafusion::sql::sqlparser::ast::Query;
-use phlo_transform_core::Code;
-use phlo_transform_project::{
-    strategy_label, IncrementalStrategy, MaintenanceSection, Materialization,
-};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_project::{Materialization, SourceDecl};
 
+#[cfg(feature = "duckdb")]
+pub use duck::DuckDbEngine;
+/// The `duckdb` crate this adapter links, for callers that open the same database file.
+#[cfg(feature = "duckdb")]
+pub use duckdb;
+pub use error::AdapterError;
+pub use inflight::{InFlight, QueryId};
+pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
+pub use postgres::PostgresEngine;
+pub use relation::{ColumnInfo, Relation, RelationInfo, RelationKind};
+pub use targets::{open, Purpose};
 
-/// One model to materialise.
-#[derive(Clone, Debug)]
-pub struct MaterializeJob {
-    pub model_id: String,
-    pub model_name: String,
-    /// Physical relation name (as `Adapter::relation_name` gave it).
-    pub relation: String,
-    pub materialization: Materialization,
-    pub version: String,
-    pub run_id: String,
-    /// Run generation: the application-transaction version of the write.
-    pub generation: i64,
-    /// The executable query: physical names, ephemeral models inlined.
-    pub query: Query,
-    /// How a table or incremental model is written (views ignore it).
-    pub table: TableSpec,
-}
-
-/// How a table model is written: full or incremental, and what the table guarantees.
-#[derive(Clone, Debug, Default)]
-pub struct TableSpec {
-    /// `@incremental` strategy; `None` for `@table`.
-    pub incremental: Option<IncrementalStrategy>,
-    /// Rebuild in full although the table exists (`--full-refresh`, `--force`, a strategy
-    /// change). A missing table is always built in full.
-    pub full_rebuild: bool,
-    /// `@key` columns: NOT NULL in the table, and the merge key of `window=` models.
-    pub key: Vec<String>,
-    /// Further columns the model guarantees non-null (`@not-null`, enforced contracts).
-    pub not_null: Vec<String>,
-    pub maintenance: MaintenanceSection,
-}
-
-impl TableSpec {
-    /// What the table records as its build strategy (Delta property `phlo.strategy`); a
-    /// different label on an existing table means a full rebuild (SPEC §29).
-    pub fn label(&self) -> String {
-        strategy_label(self.incremental.as_ref(), &self.key)
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct MaterializeOutcome {
-    /// Rows in the written table (views: none).
-    pub rows: Option<u64>,
-    /// The write for this (model, generation) was already committed: nothing was written.
-    pub already_committed: bool,
-    /// What the write did: `full`, `append`, `merge`, `replace partitions`, `no change`
-    /// (tables only).
-    pub write: Option<String>,
-}
-
-#[derive(Clone, Debug)]
-pub struct AdapterError {
-    pub code: Code,
-    pub message: String,
-    /// True only for failures a retry may cure (I/O, contention), never for SQL errors.
-    pub retryable: bool,
-}
-
-impl std::fmt::Display for AdapterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[{}] {}", self.code, self.message)
-    }
+/// What the adapter knows about a source when asked (SPEC §12 step 6, §34).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceState {
+    /// The latest value of the requested timestamp column, as microseconds since the epoch
+    /// (UTC); `None` when it has no non-null value or none was asked for.
+    pub latest_timestamp: Option<i64>,
+    /// An engine-level version of the source's contents (an Iceberg snapshot id); `None` when
+    /// the engine has no such notion.
+    pub version: Option<String>,
 }
 
 #[async_trait]
 pub trait Adapter: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// The physical name a model is written to.
-    fn relation_name(&self, model_name: &str) -> String;
-    /// Does the model's relation exist physically?
-    async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool;
-    /// The strategy label (`TableSpec::label`) the model's existing table was built with;
-    /// `None` when there is no table or it records none.
-    async fn built_strategy(&self, model_name: &str) -> Option<String>;
-    async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError>;
-    /// Number of rows `query` returns (tests: violating rows).
-    async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError>;
-    /// The latest value of `column` in `source`, as microseconds since the epoch (UTC);
-    /// `None` when it has no non-null value. Measures source freshness (SPEC §34).
-    async fn latest_timestamp(
+    /// The adapter's type (`local`, `postgres`, `duckdb`, `trino`): recorded with every
+    /// materialisation, so that a model built by another adapter is rebuilt
+    /// (`adapter_change`, SPEC §39).
+    fn name(&self) -> &str;
+
+    /// The dialect models are type-checked against and printed in (`dialects/<name>.toml`):
+    /// `datafusion` for the local engine.
+    fn dialect(&self) -> &str;
+
+    /// The physical relation model `model_name` (`assay.results`) is written to.
+    fn model_relation(&self, model_name: &str) -> Relation;
+
+    /// The physical relation source `source_name` (`raw.orders`) is read from.
+    fn source_relation(&self, source_name: &str) -> Relation;
+
+    /// What exists at `relation` now: its kind, and its columns and recorded build strategy
+    /// where the engine has them at hand; `Ok(None)` when nothing exists there.
+    async fn introspect_relation(
         &self,
-        source: &phlo_transform_project::SourceDecl,
-        column: &str,
-    ) -> Result<Option<i64>, AdapterError>;
+        relation: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError>;
+
+    /// [`Adapter::introspect_relation`] for many relations, in order. Catalog engines answer
+    /// it with one catalog query; the default asks one by one.
+    async fn introspect_relations(
+        &self,
+        relations: &[Relation],
+    ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+        let mut out = Vec::with_capacity(relations.len());
+        for r in relations {
+            out.push(self.introspect_relation(r).await?);
+        }
+        Ok(out)
+    }
+
+    /// The strategy label the table at `relation` records (`TableSpec::label`); `None` when
+    /// there is no table or it records none. Default: what introspection reports.
+    async fn built_strategy(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        Ok(self
+            .introspect_relation(relation)
+            .await?
+            .and_then(|info| info.strategy))
+    }
+
+    /// Runs `query` (physical names) and returns the number of rows it produced: data tests
+    /// count their violating rows with it.
+    async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError>;
+
+    /// Builds a table from `job.query` in full, replacing any relation at `job.relation`
+    /// atomically.
+    async fn create_table(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError>;
+
+    /// Creates or replaces a view over `job.query` at `job.relation`.
+    async fn create_view(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError>;
+
+    /// Writes `job.query` into the existing table with the job's incremental strategy
+    /// (append, key merge, partition replace, time window), or builds it in full when the
+    /// contract above says so.
+    async fn apply_incremental(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError>;
+
+    /// Drops whatever is at `relation` (table or view); dropping nothing is not an error.
+    async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError>;
+
+    /// The state of `source`, with the latest value of `timestamp_column` when one is given
+    /// (source freshness, SPEC §34).
+    async fn source_state(
+        &self,
+        source: &SourceDecl,
+        timestamp_column: Option<&str>,
+    ) -> Result<SourceState, AdapterError>;
+
+    /// Cancels the running warehouse query `query` (registered in an [`InFlight`]).
+    async fn cancel(&self, query: &QueryId) -> Result<(), AdapterError>;
+
+    /// A proof of the physical contents of `relation` after a write (an Iceberg snapshot
+    /// id); `None` for engines that cannot prove identity, which then never authorise cache
+    /// reuse across environments (SPEC §39).
+    async fn output_identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError>;
+
+    /// The SQL statements materialising `job` sends, in order, as sent (`inspect --sql`).
+    /// Incremental jobs show the incremental statements against an existing table.
+    fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError>;
+
+    /// Materialises `job` by its materialisation: views through `create_view`, tables
+    /// through `create_table`, incremental models through `apply_incremental`.
+    async fn materialize(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        match job.materialization {
+            Materialization::View => self.create_view(job, inflight).await,
+            Materialization::Table => self.create_table(job, inflight).await,
+            Materialization::Incremental => self.apply_incremental(job, inflight).await,
+            Materialization::Ephemeral => Err(AdapterError::new(
+                codes::QUERY_FAILED,
+                "ephemeral models are inlined, never materialised",
+            )),
+        }
+    }
 }

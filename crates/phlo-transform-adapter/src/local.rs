@@ -26,7 +26,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::warehouse::{Warehouse, WarehousePath};
-use crate::{Adapter, AdapterError, MaterializeJob, MaterializeOutcome};
+use crate::{
+    Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
+    RelationInfo, RelationKind, SourceState,
+};
 
 /// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
 pub const APP_ID_PREFIX: &str = "phlo-transform:";
@@ -49,19 +52,11 @@ struct ViewDefinition {
 }
 
 pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
-    AdapterError {
-        code,
-        message: message.into(),
-        retryable: false,
-    }
+    AdapterError::new(code, message)
 }
 
 pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
-    AdapterError {
-        code: codes::WRITE_FAILED,
-        message: message.into(),
-        retryable: true,
-    }
+    AdapterError::retryable(codes::WRITE_FAILED, message)
 }
 
 impl LocalEngine {
@@ -257,18 +252,20 @@ impl LocalEngine {
     }
 
     async fn write_table(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
-        let table = self.table_path(&job.relation)?;
-        let old_view = self.view_path(&job.relation)?;
+        let name = job.relation.table();
+        let table = self.table_path(name)?;
+        let old_view = self.view_path(name)?;
         let plan = self.plan_query(&job.query).await?;
         let written = crate::delta::write(&self.ctx, &table, job, plan).await?;
-        self.register_delta(&job.relation).await?;
+        self.register_delta(name).await?;
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(old_view.as_path());
-        let rows = self.count_table(&job.relation).await?;
+        let rows = self.count_table(name).await?;
         Ok(MaterializeOutcome {
             rows: Some(rows),
             already_committed: written.already_committed,
             write: Some(written.description),
+            output_identity: None,
         })
     }
 
@@ -288,23 +285,20 @@ impl LocalEngine {
             run_id: job.run_id.clone(),
             sql: sql.clone(),
         };
-        let path = self.view_path(&job.relation)?;
-        let old_table = self.table_path(&job.relation)?;
+        let name = job.relation.table();
+        let path = self.view_path(name)?;
+        let old_table = self.table_path(name)?;
         std::fs::create_dir_all(self.warehouse.root()).map_err(|e| io_err(e.to_string()))?;
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
-        self.register(&job.relation, Arc::new(ViewTable::new(plan, Some(sql))))?;
+        self.register(name, Arc::new(ViewTable::new(plan, Some(sql))))?;
         // A model that was a table before is a view now: its old Delta table goes.
         if old_table.join("_delta_log").is_dir() {
             let _ = std::fs::remove_dir_all(old_table.as_path());
         }
-        Ok(MaterializeOutcome {
-            rows: None,
-            already_committed: false,
-            write: None,
-        })
+        Ok(MaterializeOutcome::default())
     }
 
     async fn count_table(&self, relation: &str) -> Result<u64, AdapterError> {
@@ -386,52 +380,105 @@ async fn open_iceberg_provider(
     Ok(Arc::new(provider))
 }
 
+/// The local engine's relations are one part, the model or source name itself (a dotted
+/// name registered as one DataFusion table).
 #[async_trait]
 impl Adapter for LocalEngine {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "local"
     }
 
-    fn relation_name(&self, model_name: &str) -> String {
-        model_name.to_string()
+    fn dialect(&self) -> &str {
+        "datafusion"
     }
 
-    async fn relation_exists(&self, model_name: &str, materialization: Materialization) -> bool {
-        match materialization {
-            Materialization::Ephemeral => true,
-            Materialization::View => self.view_path(model_name).is_ok_and(|p| p.is_file()),
-            Materialization::Table | Materialization::Incremental => self
-                .table_path(model_name)
-                .is_ok_and(|p| p.join("_delta_log").is_dir()),
-        }
+    fn model_relation(&self, model_name: &str) -> Relation {
+        Relation::new([model_name])
     }
 
-    async fn built_strategy(&self, model_name: &str) -> Option<String> {
-        let path = self.table_path(model_name).ok()?;
-        crate::delta::built_strategy(&path).await
+    fn source_relation(&self, source_name: &str) -> Relation {
+        Relation::new([source_name])
     }
 
-    async fn materialize(&self, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
-        match job.materialization {
-            Materialization::View => self.write_view(job).await,
-            Materialization::Table | Materialization::Incremental => self.write_table(job).await,
-            Materialization::Ephemeral => Err(err(
-                codes::QUERY_FAILED,
-                "ephemeral models are inlined, never materialised",
-            )),
-        }
+    /// From the file system alone: a Delta log is a table, a stored definition a view.
+    async fn introspect_relation(
+        &self,
+        relation: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        let name = relation.table();
+        let kind = if self.table_path(name)?.join("_delta_log").is_dir() {
+            RelationKind::Table
+        } else if self.view_path(name)?.is_file() {
+            RelationKind::View
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(RelationInfo {
+            kind,
+            columns: None,
+            strategy: None,
+        }))
     }
 
-    async fn count_rows(&self, query: &Query) -> Result<u64, AdapterError> {
+    /// Read from the Delta table's `phlo.strategy` property.
+    async fn built_strategy(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        Ok(crate::delta::built_strategy(&self.table_path(relation.table())?).await)
+    }
+
+    async fn execute(&self, query: &Query, _: &InFlight) -> Result<u64, AdapterError> {
         let plan = self.plan_query(query).await?;
         count_rows_of(self.ctx.execute_logical_plan(plan).await).await
     }
 
-    async fn latest_timestamp(
+    async fn create_table(
+        &self,
+        job: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.write_table(job).await
+    }
+
+    async fn create_view(
+        &self,
+        job: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.write_view(job).await
+    }
+
+    /// The Delta sink decides between the strategy and a full rebuild (see `delta`).
+    async fn apply_incremental(
+        &self,
+        job: &MaterializeJob,
+        _: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.write_table(job).await
+    }
+
+    async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
+        let name = relation.table();
+        let _ = self.ctx.deregister_table(TableReference::bare(name));
+        let table = self.table_path(name)?;
+        if table.is_dir() {
+            std::fs::remove_dir_all(table.as_path())
+                .map_err(|e| io_err(format!("cannot drop {}: {e}", table.display())))?;
+        }
+        let view = self.view_path(name)?;
+        if view.is_file() {
+            std::fs::remove_file(view.as_path())
+                .map_err(|e| io_err(format!("cannot drop {}: {e}", view.display())))?;
+        }
+        Ok(())
+    }
+
+    async fn source_state(
         &self,
         source: &phlo_transform_project::SourceDecl,
-        column: &str,
-    ) -> Result<Option<i64>, AdapterError> {
+        timestamp_column: Option<&str>,
+    ) -> Result<SourceState, AdapterError> {
+        let Some(column) = timestamp_column else {
+            return Ok(SourceState::default());
+        };
         let table = TableReference::bare(source.name.as_str());
         if !self.ctx.table_exist(table.clone()).unwrap_or(false) {
             if source.format == SourceFormat::Declared {
@@ -446,6 +493,24 @@ impl Adapter for LocalEngine {
             self.register_source(&source.name, source.format, &source.path)
                 .await?;
         }
-        crate::freshness::latest_timestamp(&self.ctx, table, column).await
+        Ok(SourceState {
+            latest_timestamp: crate::freshness::latest_timestamp(&self.ctx, table, column).await?,
+            version: None,
+        })
+    }
+
+    /// DataFusion runs in this process: dropping the attempt's future stops its stream.
+    async fn cancel(&self, _: &QueryId) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    /// Delta versions describe commits, not contents another environment could verify.
+    async fn output_identity(&self, _: &Relation) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
+    /// The query as DataFusion SQL; the Delta write around it is not SQL.
+    fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
+        Ok(vec![job.query.to_string()])
     }
 }

@@ -213,10 +213,11 @@ impl Compilation {
 
     /// The model's query with relations replaced by physical names (`physical` names a model
     /// index or source) and ephemeral models inlined as derived tables, nested chains included.
+    /// `physical` gives the identifier parts a model or source is addressed by.
     pub fn executable_query(
         &self,
         index: usize,
-        physical: &dyn Fn(&Target) -> String,
+        physical: &dyn Fn(&Target) -> Vec<String>,
     ) -> Option<Query> {
         executable_query(&self.models, index, physical)
     }
@@ -225,7 +226,7 @@ impl Compilation {
     pub fn executable_test_query(
         &self,
         test: &CompiledTest,
-        physical: &dyn Fn(&Target) -> String,
+        physical: &dyn Fn(&Target) -> Vec<String>,
     ) -> Option<Query> {
         rewrite(&self.models, &test.query, &test.relations, physical)
     }
@@ -234,7 +235,7 @@ impl Compilation {
 pub(crate) fn executable_query(
     models: &[CompiledModel],
     index: usize,
-    physical: &dyn Fn(&Target) -> String,
+    physical: &dyn Fn(&Target) -> Vec<String>,
 ) -> Option<Query> {
     let m = &models[index];
     rewrite(models, m.query.as_deref()?, &m.relations, physical)
@@ -261,7 +262,7 @@ fn rewrite(
     models: &[CompiledModel],
     query: &Query,
     relations: &[ResolvedRelation],
-    physical: &dyn Fn(&Target) -> String,
+    physical: &dyn Fn(&Target) -> Vec<String>,
 ) -> Option<Query> {
     let mut q = query.clone();
     let mut failed = false;
@@ -281,7 +282,7 @@ fn rewrite(
                     }
                 }
             }
-            other => Some(Replacement::Name(physical(other))),
+            other => Some(Replacement::Parts(physical(other))),
         }
     });
     (!failed).then_some(q)
@@ -353,6 +354,23 @@ fn compile_model(
     }
     model.upstream = upstream.into_iter().collect();
     model.sources = sources.into_iter().collect();
+    // The target prints this AST as written: what its dialect lacks is an error now (A009).
+    let target = ws
+        .config
+        .transform
+        .dialect
+        .as_deref()
+        .unwrap_or("datafusion");
+    for u in phlo_transform_sql::dialects::unsupported(&parsed.query, target) {
+        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message)
+            .in_file(&file.path)
+            .with_help(u.help);
+        if let Some(span) = u.span {
+            d = d.with_span(span);
+        }
+        diags.push(d);
+        model.has_errors = true;
+    }
     model.query = Some(parsed.query);
     (model, diags)
 }

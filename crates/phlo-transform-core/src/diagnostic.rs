@@ -107,6 +107,16 @@ pub mod codes {
     pub const ENGINE_FAILED: Code = Code("A006");
     /// A path the local engine would write or delete is not inside the warehouse root.
     pub const PATH_OUTSIDE_WAREHOUSE: Code = Code("A007");
+    /// The warehouse cannot be reached or refuses the connection (server down, wrong
+    /// password, missing database).
+    pub const ADAPTER_UNAVAILABLE: Code = Code("A008");
+    /// A model uses a construct the adapter's dialect cannot express (found at check time).
+    pub const DIALECT_UNSUPPORTED: Code = Code("A009");
+    /// `--adapter <name>` or `[adapter]` names no configured target, or the target's
+    /// configuration is incomplete.
+    pub const UNKNOWN_ADAPTER: Code = Code("A010");
+    /// The warehouse cancelled a query (`--model-timeout`, `--fail-fast`, Ctrl-C, an operator).
+    pub const QUERY_CANCELLED: Code = Code("A011");
     // EXECUTION
     pub const UPSTREAM_FAILED: Code = Code("E001");
     pub const TASK_PANICKED: Code = Code("E002");

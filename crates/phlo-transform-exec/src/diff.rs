@@ -176,8 +176,8 @@ async fn side_frame(
     match spec {
         SideSpec::Workspace => {
             let physical = |t: &Target| match t {
-                Target::Model(i) => c.models[*i].name.as_str().to_string(),
-                Target::Source(s) => s.clone(),
+                Target::Model(i) => vec![c.models[*i].name.as_str().to_string()],
+                Target::Source(s) => vec![s.clone()],
             };
             let query = c.executable_query(index, &physical).ok_or_else(|| {
                 Diagnostic::error(

@@ -342,6 +342,14 @@ fn outdated(m: &PlannedModel) -> Option<String> {
     ))
 }
 
+/// The physical identifier parts of a model or source, as `adapter` names them.
+pub(crate) fn physical_parts(c: &Compilation, adapter: &dyn Adapter, t: &Target) -> Vec<String> {
+    match t {
+        Target::Model(i) => adapter.model_relation(c.models[*i].name.as_str()).parts,
+        Target::Source(s) => adapter.source_relation(s).parts,
+    }
+}
+
 /// The adapter's job for planned model `m`; `None` when its executable SQL cannot be built.
 pub(crate) fn materialize_job(
     c: &Compilation,
@@ -351,27 +359,59 @@ pub(crate) fn materialize_job(
     generation: i64,
 ) -> Option<MaterializeJob> {
     let index = c.model_index(&m.name).expect("planned models exist");
-    let physical = |t: &Target| match t {
-        Target::Model(i) => adapter.relation_name(c.models[*i].name.as_str()),
-        Target::Source(s) => s.clone(),
-    };
-    let query = c.executable_query(index, &physical)?;
+    let full_rebuild = m.full_rebuild || m.reasons.iter().any(|r| r.kind == ReasonKind::Forced);
+    let mut job = model_job(c, index, adapter, full_rebuild)?;
+    job.model_id = m.id.clone();
+    job.version = m.version.clone().unwrap_or_default();
+    job.run_id = run_id.to_string();
+    job.generation = generation;
+    Some(job)
+}
+
+/// The job that materialises model `index` through `adapter` (outside a run: no run id, the
+/// desired version): what `inspect --sql` prints the statements of.
+pub fn model_job(
+    c: &Compilation,
+    index: usize,
+    adapter: &dyn Adapter,
+    full_rebuild: bool,
+) -> Option<MaterializeJob> {
+    let m = &c.models[index];
+    let query = c.executable_query(index, &|t| physical_parts(c, adapter, t))?;
+    let file = &c.workspace.models[index];
     Some(MaterializeJob {
         model_id: m.id.clone(),
-        model_name: m.name.clone(),
-        relation: m.relation.clone(),
+        model_name: m.name.to_string(),
+        relation: adapter.model_relation(m.name.as_str()),
         materialization: m.materialization,
-        version: m.version.clone().unwrap_or_default(),
-        run_id: run_id.to_string(),
-        generation,
+        version: m
+            .version
+            .as_ref()
+            .map(|v| v.version.clone())
+            .unwrap_or_default(),
+        run_id: String::new(),
+        generation: 0,
         query,
-        table: table_spec(c, index, m),
+        table: table_spec(c, index, m.materialization, full_rebuild),
+        columns: m
+            .schema
+            .as_ref()
+            .and_then(|s| s.columns())
+            .map(|cols| cols.iter().map(|c| c.name.clone()).collect())
+            .unwrap_or_default(),
+        path: file.path.clone(),
+        text: file.text.as_str().into(),
     })
 }
 
 /// How the adapter writes a table model: its incremental strategy, whether the plan rebuilds
 /// it in full, and the columns it guarantees non-null.
-fn table_spec(c: &Compilation, index: usize, m: &PlannedModel) -> TableSpec {
+fn table_spec(
+    c: &Compilation,
+    index: usize,
+    materialization: Materialization,
+    full_rebuild: bool,
+) -> TableSpec {
     let config = c.config(index);
     let mut not_null = config.not_null.value.clone();
     if let Some(IncrementalStrategy::Key { columns }) = &config.incremental.value {
@@ -391,8 +431,8 @@ fn table_spec(c: &Compilation, index: usize, m: &PlannedModel) -> TableSpec {
             .incremental
             .value
             .clone()
-            .filter(|_| m.materialization == Materialization::Incremental),
-        full_rebuild: m.full_rebuild || m.reasons.iter().any(|r| r.kind == ReasonKind::Forced),
+            .filter(|_| materialization == Materialization::Incremental),
+        full_rebuild,
         key: config.key.value.clone(),
         not_null,
         maintenance: c.workspace.config.transform.maintenance.clone(),
@@ -410,6 +450,7 @@ pub(crate) async fn record_materialization(
     generation: i64,
     state: &dyn StateStore,
     environment: &str,
+    adapter: &str,
 ) -> Result<(), StateError> {
     let index = c.model_index(&m.name).expect("planned models exist");
     let Some(v) = &c.models[index].version else {
@@ -432,6 +473,7 @@ pub(crate) async fn record_materialization(
             run_id: run_id.to_string(),
             generation,
             materialized_at: now(),
+            adapter: Some(adapter.to_string()),
             output_columns: c.models[index]
                 .schema
                 .as_ref()

@@ -1,8 +1,9 @@
 //! The model scheduler (SPEC §62–65): models in plan (topological) order with at most `jobs`
 //! attempts in flight, each a tokio task. A failure blocks its dependents while independent
 //! branches go on; retryable adapter failures are retried with backoff, each failed attempt
-//! recorded before its wait; `--fail-fast` and cancellation abort the in-flight tasks
-//! (dropping the adapter's future drops the engine's stream, which stops the query).
+//! recorded before its wait; `--fail-fast`, cancellation and `--model-timeout` first cancel
+//! the warehouse queries each attempt registered in its [`InFlight`] (`Adapter::cancel`),
+//! then drop the attempt's future (which stops an in-process engine's stream).
 //!
 //! Final states do not depend on timing except where stopping early makes them: without
 //! `--fail-fast` or an interrupt, a model fails exactly when its own SQL fails and is blocked
@@ -12,7 +13,7 @@ use crate::failure::{now, Category, RetryPolicy};
 use crate::recorder::{EndedAttempt, Recorder};
 use crate::report::{ErrorInfo, ModelResult};
 use crate::{CancelHandle, RunEvent};
-use phlo_transform_adapter::{Adapter, MaterializeJob, MaterializeOutcome};
+use phlo_transform_adapter::{Adapter, InFlight, MaterializeJob, MaterializeOutcome};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_plan::Plan;
@@ -104,6 +105,8 @@ pub(crate) struct Scheduler<'a> {
     running: JoinSet<Ended>,
     /// The model and attempt number of each task.
     task_of: HashMap<Id, (usize, u32)>,
+    /// The warehouse queries each task has in flight.
+    inflight: HashMap<Id, InFlight>,
     stop: Option<Stop>,
 }
 
@@ -144,6 +147,7 @@ impl<'a> Scheduler<'a> {
             jobs: HashMap::new(),
             running: JoinSet::new(),
             task_of: HashMap::new(),
+            inflight: HashMap::new(),
             stop: None,
         }
     }
@@ -287,27 +291,36 @@ impl<'a> Scheduler<'a> {
             .model_index(&self.plan.models[index].name)
             .map(|m| self.c.models[m].path.clone());
         let failed = move |e, attempt| ErrorInfo::from_adapter(e, attempt).in_file(file);
+        let inflight = InFlight::default();
+        let queries = inflight.clone();
         let handle = self.running.spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
             let started_at = now();
             let t0 = Instant::now();
-            let work = adapter.materialize(&job);
-            let outcome = match timeout {
-                None => work.await.map_err(|e| failed(e, attempt)),
-                Some(limit) => match tokio::time::timeout(limit, work).await {
-                    Ok(done) => done.map_err(|e| failed(e, attempt)),
-                    Err(_) => Err(ErrorInfo::new(
+            let mut work = adapter.materialize(&job, &queries);
+            let done = match timeout {
+                None => Ok(work.as_mut().await),
+                Some(limit) => tokio::time::timeout(limit, work.as_mut()).await,
+            };
+            let outcome = match done {
+                Ok(done) => done.map_err(|e| failed(e, attempt)),
+                Err(_) => {
+                    // Cancel on the server while the attempt still holds its queries, then
+                    // give the engine a moment to end them before the future is dropped.
+                    cancel_queries(adapter.as_ref(), &queries).await;
+                    let _ = tokio::time::timeout(CANCEL_GRACE, work.as_mut()).await;
+                    Err(ErrorInfo::new(
                         Category::Timeout,
                         codes::MODEL_TIMEOUT,
                         format!(
                             "attempt {attempt} ran longer than the model timeout ({})",
-                            humanize(limit)
+                            humanize(timeout.unwrap_or_default())
                         ),
                     )
-                    .at_attempt(attempt)),
-                },
+                    .at_attempt(attempt))
+                }
             };
             Ended {
                 index,
@@ -319,6 +332,7 @@ impl<'a> Scheduler<'a> {
             }
         });
         self.task_of.insert(handle.id(), (index, attempt));
+        self.inflight.insert(handle.id(), inflight);
     }
 
     /// Records an attempt's end. Returns `Some(FailFast)` when the run must stop.
@@ -329,9 +343,11 @@ impl<'a> Scheduler<'a> {
         let ended = match joined {
             Ok((id, ended)) => {
                 self.task_of.remove(&id);
+                self.inflight.remove(&id);
                 ended
             }
             Err(e) => {
+                self.inflight.remove(&e.id());
                 let (i, attempt) = self.task_of.remove(&e.id()).expect("every task is known");
                 return self.lost(i, attempt, e).await;
             }
@@ -373,6 +389,7 @@ impl<'a> Scheduler<'a> {
                     self.generation,
                     self.recorder.state,
                     &self.plan.environment,
+                    self.adapter.name(),
                 )
                 .await?;
                 self.set(i, NodeState::Passed);
@@ -478,6 +495,9 @@ impl<'a> Scheduler<'a> {
     /// cancelled, in-flight tasks are aborted and each is recorded as it really ended.
     async fn halt(&mut self, stop: Stop) -> Result<(), StateError> {
         self.stop = Some(stop);
+        for queries in self.inflight.values() {
+            cancel_queries(self.adapter.as_ref(), queries).await;
+        }
         self.running.abort_all();
         for i in 0..self.states.len() {
             if !matches!(self.states[i], NodeState::Pending | NodeState::Ready) {
@@ -501,6 +521,17 @@ impl<'a> Scheduler<'a> {
             self.ended(joined).await?;
         }
         Ok(())
+    }
+}
+
+/// How long a cancelled attempt may take to end its queries before its future is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Asks the engine to cancel every query `queries` has in flight. A failed cancel is not
+/// fatal: the attempt's future is dropped next either way.
+async fn cancel_queries(adapter: &dyn Adapter, queries: &InFlight) {
+    for q in queries.running() {
+        let _ = adapter.cancel(&q).await;
     }
 }
 

@@ -7,7 +7,7 @@ use crate::recorder::Recorder;
 use crate::report::{ErrorInfo, TestResult};
 use crate::scheduler::NodeState;
 use crate::CancelHandle;
-use phlo_transform_adapter::Adapter;
+use phlo_transform_adapter::{Adapter, InFlight};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::{Compilation, CompiledTest};
 use phlo_transform_core::diagnostic::codes;
@@ -27,10 +27,7 @@ pub(crate) async fn run_tests(
 ) -> Result<Vec<TestResult>, StateError> {
     let by_name: HashMap<&str, &CompiledTest> =
         c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
-    let physical = |t: &Target| match t {
-        Target::Model(i) => adapter.relation_name(c.models[*i].name.as_str()),
-        Target::Source(s) => s.clone(),
-    };
+    let physical = |t: &Target| crate::physical_parts(c, adapter, t);
     let mut out = Vec::new();
     for planned in &plan.tests {
         let test = by_name[planned.name.as_str()];
@@ -63,7 +60,7 @@ pub(crate) async fn run_tests(
         } else {
             let t0 = Instant::now();
             let outcome = match c.executable_test_query(test, &physical) {
-                Some(q) => adapter.count_rows(&q).await,
+                Some(q) => adapter.execute(&q, &InFlight::default()).await,
                 None => Err(phlo_transform_adapter::AdapterError {
                     code: codes::TEST_ERROR,
                     message: "test query could not be built".into(),

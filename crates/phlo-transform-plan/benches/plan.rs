@@ -123,6 +123,7 @@ async fn populate(c: &Compilation, store: &dyn StateStore) {
                 text_hash: Some(v.fingerprints.text.clone()),
                 plan_hash: v.fingerprints.plan.clone(),
                 output_columns: None,
+                adapter: Some("local".into()),
             })
             .await
             .expect("records");

@@ -581,6 +581,22 @@ fn decide(
             )],
         );
     }
+    if rec.adapter.as_deref() != Some(inputs.adapter) {
+        let detail = match &rec.adapter {
+            Some(other) => format!(
+                "built by adapter `{other}`; this plan's adapter is `{}`",
+                inputs.adapter
+            ),
+            None => format!(
+                "recorded before adapters were tracked; rebuilt by adapter `{}`",
+                inputs.adapter
+            ),
+        };
+        return (
+            Decision::Build,
+            vec![Reason::new(ReasonKind::AdapterChange, detail, None)],
+        );
+    }
     let change = SqlChange::classify(
         rec.text_hash.as_deref(),
         &rec.sql_hash,

@@ -26,6 +26,9 @@ pub enum ReasonKind {
     /// A source the model reads (or an upstream model's) is stale under
     /// `freshness_policy = "block"` (SPEC §34).
     SourceStale,
+    /// The recorded materialisation was written by another adapter, or before adapters were
+    /// recorded (SPEC §39): rebuilt by this one.
+    AdapterChange,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,6 +29,11 @@ pub struct WorkspaceConfig {
     /// `[schema]`: how `plan` classifies schema changes (SPEC §50).
     #[serde(default)]
     pub schema: SchemaPolicy,
+    /// `[adapter]`: the default target (the local engine when absent).
+    pub adapter: Option<crate::adapter::AdapterSection>,
+    /// `[adapters.<name>]`: named targets, chosen with `--adapter <name>`.
+    #[serde(default)]
+    pub adapters: BTreeMap<String, crate::adapter::AdapterSection>,
 }
 
 /// `[schema]` policy. A nullable addition is SAFE and a numeric widening REVIEW unless these

@@ -1,6 +1,7 @@
 //! Loads a workspace from disk: which files are models, what they are called, which
 //! configuration applies to each and where every value came from. Pure file I/O, no SQL engine.
 
+pub mod adapter;
 pub mod config;
 pub mod directives;
 pub mod discovery;
@@ -10,6 +11,7 @@ pub mod maintenance;
 pub mod sources;
 mod toml_error;
 
+pub use adapter::{AdapterSection, AdapterTarget};
 pub use config::{DiffColumnSection, DiffSection, RootConfig, WorkspaceConfig};
 pub use directives::{
     strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,

@@ -4,6 +4,7 @@
 
 pub mod canonical;
 pub mod depth;
+pub mod dialects;
 pub mod parse;
 pub mod relations;
 pub mod template;

@@ -144,6 +144,9 @@ pub enum Replacement {
     /// A single (quoted) identifier; the table keeps its alias, or gets the last segment of the
     /// original name as alias so that `orders.amount` still resolves after `raw.orders` moved.
     Name(String),
+    /// A qualified name, each part a quoted identifier (`"assay"."results"`): how warehouse
+    /// adapters address schemas and tables. Aliased like `Name`.
+    Parts(Vec<String>),
     /// A derived table `(<query>) AS <alias>` (ephemeral inlining).
     Derived(Box<Query>),
 }
@@ -184,6 +187,17 @@ impl<F: FnMut(&[String]) -> Option<Replacement>> VisitorMut for Rewriter<F> {
                 *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote(
                     '"', physical,
                 ))]);
+                if let TableFactor::Table { alias: slot, .. } = tf {
+                    *slot = Some(alias);
+                }
+            }
+            Replacement::Parts(parts) => {
+                *name = ObjectName(
+                    parts
+                        .into_iter()
+                        .map(|p| ObjectNamePart::Identifier(Ident::with_quote('"', p)))
+                        .collect(),
+                );
                 if let TableFactor::Table { alias: slot, .. } = tf {
                     *slot = Some(alias);
                 }

@@ -78,6 +78,10 @@ pub struct MaterializedVersion {
     /// The columns written, when the schema was known (classifies schema changes).
     #[serde(default)]
     pub output_columns: Option<Vec<RecordedColumn>>,
+    /// The adapter that wrote it (`local`, `postgres`, …); `None` for records that predate
+    /// adapter tracking. Another adapter's record means a rebuild (`adapter_change`, SPEC §39).
+    #[serde(default)]
+    pub adapter: Option<String>,
 }
 
 /// A column of a materialisation as written: name, Arrow type as DataFusion prints it

@@ -99,6 +99,7 @@ macro_rules! impl_state_store {
                 output_columns: r
                     .get::<Option<String>, _>("output_columns")
                     .and_then(|s| serde_json::from_str(&s).ok()),
+                adapter: r.get("adapter"),
             }
         }
 
@@ -285,8 +286,8 @@ macro_rules! impl_state_store {
                     "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                  config_hash, upstream, sources, materialization, relation,
                                                  run_id, generation, materialized_at, text_hash, plan_hash,
-                                                 output_columns)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                 output_columns, adapter)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                      ON CONFLICT (environment, model_id) DO UPDATE SET
                         model_name = excluded.model_name, version = excluded.version,
                         sql_hash = excluded.sql_hash, config_hash = excluded.config_hash,
@@ -295,7 +296,7 @@ macro_rules! impl_state_store {
                         run_id = excluded.run_id, generation = excluded.generation,
                         materialized_at = excluded.materialized_at,
                         text_hash = excluded.text_hash, plan_hash = excluded.plan_hash,
-                        output_columns = excluded.output_columns
+                        output_columns = excluded.output_columns, adapter = excluded.adapter
                      WHERE excluded.generation >= model_versions.generation",
                 );
                 sqlx::query(&sql)
@@ -319,6 +320,7 @@ macro_rules! impl_state_store {
                             .as_ref()
                             .map(|c| serde_json::to_string(c).expect("columns serialise")),
                     )
+                    .bind(&m.adapter)
                     .execute(&self.pool)
                     .await
                     .map_err(|e| {

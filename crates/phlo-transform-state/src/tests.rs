@@ -95,6 +95,7 @@ fn mv(model: &str, version: &str, generation: i64) -> MaterializedVersion {
             data_type: "Int64".into(),
             nullable: false,
         }]),
+        adapter: Some("local".into()),
     }
 }
 

@@ -1,0 +1,494 @@
+//! The DuckDB adapter: the `duckdb` crate linked to a prebuilt libduckdb (scripts/duckdb.sh;
+//! never DuckDB's bundled C++ build), over one database file. Same shape as PostgreSQL: a
+//! schema per model namespace, every write one transaction, tables built into
+//! `<table>__phlo_new` and renamed into place, incremental strategies applied from a
+//! temporary batch table (`sqlgen`), the build strategy as the table's comment. DuckDB binds
+//! a view to names, not to a table's identity, so a table swap keeps the views over it.
+//! Each operation runs on its own connection in a blocking thread; its interrupt handle is
+//! what `cancel` calls.
+
+use async_trait::async_trait;
+use datafusion::sql::sqlparser::ast::Query;
+use duckdb::{Connection, InterruptHandle};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_project::{IncrementalStrategy, Materialization, SourceDecl};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::sqlgen::{ident, literal};
+use crate::{
+    Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
+    Relation, RelationInfo, RelationKind, SourceState,
+};
+
+const STRATEGY_COMMENT: &str = "phlo.strategy=";
+const NEW_SUFFIX: &str = "__phlo_new";
+
+pub struct DuckDbEngine {
+    root: Mutex<Connection>,
+    default_schema: Option<String>,
+    running: Arc<Mutex<HashMap<String, Arc<InterruptHandle>>>>,
+    next: AtomicU64,
+}
+
+fn failed(e: duckdb::Error, sql: &str) -> AdapterError {
+    let message = e.to_string();
+    let code = if message.contains("Interrupted") {
+        codes::QUERY_CANCELLED
+    } else if message.contains("Catalog Error") && message.contains("does not exist") {
+        codes::RELATION_UNAVAILABLE
+    } else if message.contains("Conflict") || message.contains("conflict") {
+        return AdapterError::retryable(codes::WRITE_FAILED, message);
+    } else {
+        codes::QUERY_FAILED
+    };
+    let shown: String = sql.chars().take(200).collect();
+    AdapterError::new(code, format!("{message} (in: {shown})"))
+}
+
+impl DuckDbEngine {
+    /// Opens (creating it if needed) the database file at `path`.
+    pub fn open(path: &Path, default_schema: Option<&str>) -> Result<DuckDbEngine, AdapterError> {
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let conn = Connection::open(path).map_err(|e| {
+            AdapterError::new(
+                codes::ADAPTER_UNAVAILABLE,
+                format!("DuckDB database {}: {e}", path.display()),
+            )
+        })?;
+        Ok(DuckDbEngine {
+            root: Mutex::new(conn),
+            default_schema: default_schema.map(str::to_string),
+            running: Arc::default(),
+            next: AtomicU64::new(1),
+        })
+    }
+
+    /// Runs `work` on a connection of its own in a blocking thread, its interrupt handle
+    /// registered in `inflight` while it runs.
+    async fn on_connection<T: Send + 'static>(
+        &self,
+        inflight: &InFlight,
+        work: impl FnOnce(&Connection) -> Result<T, AdapterError> + Send + 'static,
+    ) -> Result<T, AdapterError> {
+        let conn = self
+            .root
+            .lock()
+            .expect("not poisoned")
+            .try_clone()
+            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed).to_string();
+        self.running
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), conn.interrupt_handle());
+        let _tracked = inflight.track(QueryId(id.clone()));
+        let running = self.running.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let out = work(&conn);
+            running.lock().expect("not poisoned").remove(&id);
+            out
+        })
+        .await
+        .map_err(|e| AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}")))?;
+        result
+    }
+}
+
+fn run(conn: &Connection, sql: &str) -> Result<(), AdapterError> {
+    conn.execute_batch(sql).map_err(|e| failed(e, sql))
+}
+
+/// Runs `statements` in one transaction.
+fn transaction(conn: &Connection, statements: &[String]) -> Result<(), AdapterError> {
+    run(conn, "BEGIN TRANSACTION")?;
+    for sql in statements {
+        if let Err(e) = run(conn, sql) {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
+    run(conn, "COMMIT")
+}
+
+fn count(conn: &Connection, relation: &Relation) -> Result<u64, AdapterError> {
+    let sql = format!("SELECT count(*) FROM {}", relation.quoted());
+    conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .map_err(|e| failed(e, &sql))
+}
+
+fn schema_and_table(r: &Relation) -> (&str, &str) {
+    match r.parts.as_slice() {
+        [.., schema, table] => (schema.as_str(), table.as_str()),
+        [table] => ("main", table.as_str()),
+        [] => ("main", ""),
+    }
+}
+
+/// Tables and views of the database file (temporary ones excluded), with their columns.
+fn catalog(
+    conn: &Connection,
+    relations: &[Relation],
+) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+    let sql = "SELECT schema_name, table_name, 'table' AS kind, comment FROM duckdb_tables()
+                   WHERE database_name = current_database()
+               UNION ALL
+               SELECT schema_name, view_name, 'view', comment FROM duckdb_views()
+                   WHERE database_name = current_database() AND NOT internal";
+    let mut found: HashMap<(String, String), RelationInfo> = HashMap::new();
+    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .map_err(|e| failed(e, sql))?;
+    for row in rows {
+        let (schema, table, kind, comment) = row.map_err(|e| failed(e, sql))?;
+        found.insert(
+            (schema, table),
+            RelationInfo {
+                kind: if kind == "view" {
+                    RelationKind::View
+                } else {
+                    RelationKind::Table
+                },
+                columns: Some(Vec::new()),
+                strategy: comment
+                    .and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_string)),
+            },
+        );
+    }
+    let sql = "SELECT schema_name, table_name, column_name, data_type, is_nullable FROM duckdb_columns()
+               WHERE database_name = current_database() ORDER BY schema_name, table_name, column_index";
+    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, bool>(4)?,
+            ))
+        })
+        .map_err(|e| failed(e, sql))?;
+    for row in rows {
+        let (schema, table, name, data_type, nullable) = row.map_err(|e| failed(e, sql))?;
+        if let Some(cols) = found
+            .get_mut(&(schema, table))
+            .and_then(|i| i.columns.as_mut())
+        {
+            cols.push(ColumnInfo {
+                name,
+                data_type,
+                nullable,
+            });
+        }
+    }
+    Ok(relations
+        .iter()
+        .map(|r| {
+            let (s, t) = schema_and_table(r);
+            found.get(&(s.to_string(), t.to_string())).cloned()
+        })
+        .collect())
+}
+
+fn drop_existing(target: &Relation, existing: Option<RelationKind>) -> Option<String> {
+    match existing {
+        Some(RelationKind::Table) => Some(format!("DROP TABLE {}", target.quoted())),
+        Some(RelationKind::View) => Some(format!("DROP VIEW {}", target.quoted())),
+        None => None,
+    }
+}
+
+fn full_build(job: &MaterializeJob, existing: Option<RelationKind>) -> Vec<String> {
+    let target = &job.relation;
+    let (schema, table) = schema_and_table(target);
+    let new = Relation::new([schema.to_string(), format!("{table}{NEW_SUFFIX}")]);
+    let mut out = vec![
+        format!("CREATE SCHEMA IF NOT EXISTS {}", ident(schema)),
+        format!("DROP TABLE IF EXISTS {}", new.quoted()),
+        format!("CREATE TABLE {} AS {}", new.quoted(), job.query),
+    ];
+    let mut not_null: Vec<&String> = job.table.not_null.iter().collect();
+    not_null.extend(&job.table.key);
+    not_null.sort();
+    not_null.dedup();
+    for c in not_null {
+        out.push(format!(
+            "ALTER TABLE {} ALTER COLUMN {} SET NOT NULL",
+            new.quoted(),
+            ident(c)
+        ));
+    }
+    out.extend(drop_existing(target, existing));
+    out.push(format!(
+        "ALTER TABLE {} RENAME TO {}",
+        new.quoted(),
+        ident(table)
+    ));
+    out.push(format!(
+        "COMMENT ON TABLE {} IS {}",
+        target.quoted(),
+        literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
+    ));
+    out
+}
+
+fn view_statements(job: &MaterializeJob, existing: Option<RelationKind>) -> Vec<String> {
+    let (schema, _) = schema_and_table(&job.relation);
+    let mut out = vec![format!("CREATE SCHEMA IF NOT EXISTS {}", ident(schema))];
+    if existing == Some(RelationKind::Table) {
+        out.extend(drop_existing(&job.relation, existing));
+    }
+    out.push(format!(
+        "CREATE OR REPLACE VIEW {} AS {}",
+        job.relation.quoted(),
+        job.query
+    ));
+    out
+}
+
+fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> String {
+    let query = job.query.to_string();
+    let source = match strategy {
+        IncrementalStrategy::Window { column } => {
+            crate::sqlgen::past_watermark(&query, &job.relation, column)
+        }
+        _ => query,
+    };
+    format!("CREATE OR REPLACE TEMP TABLE \"phlo_batch\" AS {source}")
+}
+
+fn build_full(conn: &Connection, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+    let existing = catalog(conn, std::slice::from_ref(&job.relation))?
+        .remove(0)
+        .map(|i| i.kind);
+    transaction(conn, &full_build(job, existing))?;
+    Ok(MaterializeOutcome {
+        rows: Some(count(conn, &job.relation)?),
+        write: Some("full".into()),
+        ..MaterializeOutcome::default()
+    })
+}
+
+fn incremental(
+    conn: &Connection,
+    job: &MaterializeJob,
+    strategy: &IncrementalStrategy,
+) -> Result<MaterializeOutcome, AdapterError> {
+    let existing = catalog(conn, std::slice::from_ref(&job.relation))?.remove(0);
+    let columns: Vec<String> = match existing {
+        Some(RelationInfo {
+            kind: RelationKind::Table,
+            columns: Some(columns),
+            strategy: Some(label),
+        }) if label == job.table.label() => columns.into_iter().map(|c| c.name).collect(),
+        _ => return build_full(conn, job),
+    };
+    run(conn, &batch_statement(job, strategy))?;
+    let sql = "SELECT column_name FROM duckdb_columns() WHERE database_name = 'temp' AND table_name = 'phlo_batch' ORDER BY column_index";
+    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
+    let batch: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| failed(e, sql))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| failed(e, sql))?;
+    if batch != columns {
+        let _ = run(conn, "DROP TABLE \"phlo_batch\"");
+        return build_full(conn, job);
+    }
+    let before = count(conn, &job.relation)?;
+    let statements = crate::sqlgen::incremental(
+        strategy,
+        &job.table.key,
+        &job.relation,
+        "\"phlo_batch\"",
+        &columns,
+    );
+    let applied = transaction(conn, &statements);
+    let _ = run(conn, "DROP TABLE \"phlo_batch\"");
+    applied?;
+    let rows = count(conn, &job.relation)?;
+    let write = match strategy {
+        IncrementalStrategy::Key { .. } => "merge",
+        IncrementalStrategy::Partition { .. } => "replace partitions",
+        IncrementalStrategy::Window { .. } if !job.table.key.is_empty() => "merge",
+        _ if rows == before => "no change",
+        _ => "append",
+    };
+    Ok(MaterializeOutcome {
+        rows: Some(rows),
+        write: Some(write.into()),
+        ..MaterializeOutcome::default()
+    })
+}
+
+#[async_trait]
+impl Adapter for DuckDbEngine {
+    fn name(&self) -> &str {
+        "duckdb"
+    }
+
+    fn dialect(&self) -> &str {
+        "duckdb"
+    }
+
+    fn model_relation(&self, model_name: &str) -> Relation {
+        crate::naming::model(model_name, self.default_schema.as_deref(), "main")
+    }
+
+    fn source_relation(&self, source_name: &str) -> Relation {
+        crate::naming::source(source_name, "main")
+    }
+
+    async fn introspect_relation(
+        &self,
+        relation: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        Ok(self
+            .introspect_relations(std::slice::from_ref(relation))
+            .await?
+            .remove(0))
+    }
+
+    async fn introspect_relations(
+        &self,
+        relations: &[Relation],
+    ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+        let relations = relations.to_vec();
+        self.on_connection(&InFlight::default(), move |conn| catalog(conn, &relations))
+            .await
+    }
+
+    async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
+        let sql = format!("SELECT count(*) FROM ({query}) AS q");
+        self.on_connection(inflight, move |conn| {
+            conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+                .map_err(|e| failed(e, &sql))
+        })
+        .await
+    }
+
+    async fn create_table(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let job = job.clone();
+        self.on_connection(inflight, move |conn| build_full(conn, &job))
+            .await
+    }
+
+    async fn create_view(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let job = job.clone();
+        self.on_connection(inflight, move |conn| {
+            let existing = catalog(conn, std::slice::from_ref(&job.relation))?
+                .remove(0)
+                .map(|i| i.kind);
+            transaction(conn, &view_statements(&job, existing))?;
+            Ok(MaterializeOutcome::default())
+        })
+        .await
+    }
+
+    async fn apply_incremental(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let job = job.clone();
+        self.on_connection(inflight, move |conn| match &job.table.incremental {
+            Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
+                incremental(conn, &job, s)
+            }
+            _ => build_full(conn, &job),
+        })
+        .await
+    }
+
+    async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
+        let relation = relation.clone();
+        self.on_connection(&InFlight::default(), move |conn| {
+            let existing = catalog(conn, std::slice::from_ref(&relation))?
+                .remove(0)
+                .map(|i| i.kind);
+            match drop_existing(&relation, existing) {
+                Some(sql) => run(conn, &sql),
+                None => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn source_state(
+        &self,
+        source: &SourceDecl,
+        timestamp_column: Option<&str>,
+    ) -> Result<SourceState, AdapterError> {
+        let Some(column) = timestamp_column else {
+            return Ok(SourceState::default());
+        };
+        let sql = format!(
+            "SELECT epoch_us(max({})::TIMESTAMP) FROM {}",
+            ident(column),
+            self.source_relation(&source.name).quoted()
+        );
+        let latest = self
+            .on_connection(&InFlight::default(), move |conn| {
+                conn.query_row(&sql, [], |r| r.get::<_, Option<i64>>(0))
+                    .map_err(|e| failed(e, &sql))
+            })
+            .await?;
+        Ok(SourceState {
+            latest_timestamp: latest,
+            version: None,
+        })
+    }
+
+    async fn cancel(&self, query: &QueryId) -> Result<(), AdapterError> {
+        if let Some(handle) = self.running.lock().expect("not poisoned").get(&query.0) {
+            handle.interrupt();
+        }
+        Ok(())
+    }
+
+    /// A DuckDB table has no content identity another environment could verify.
+    async fn output_identity(&self, _: &Relation) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
+    fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
+        Ok(match (&job.materialization, &job.table.incremental) {
+            (Materialization::View, _) => view_statements(job, None),
+            (Materialization::Incremental, Some(s)) if *s != IncrementalStrategy::Full => {
+                let mut out = vec![batch_statement(job, s)];
+                out.extend(crate::sqlgen::incremental(
+                    s,
+                    &job.table.key,
+                    &job.relation,
+                    "\"phlo_batch\"",
+                    &job.columns,
+                ));
+                out
+            }
+            _ => full_build(job, None),
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! From a configured target (`[adapter]`, `[adapters.<name>]`) to a running adapter. The one
+//! place an engine is chosen; everything after it holds a `dyn Adapter`.
+
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_project::AdapterTarget;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{Adapter, AdapterError, LocalEngine, PostgresEngine};
+
+/// What the adapter is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// Naming and introspection only (`plan`, `list`, `inspect`): the local engine opens no
+    /// tables.
+    Plan,
+    /// Executing models and tests, at most `jobs` at once.
+    Run { jobs: usize },
+}
+
+/// Opens `target` for workspace `c` rooted at `root` (the local engine's warehouse is
+/// `root/.phlo/warehouse`). Problems that do not stop the engine from opening (a source the
+/// local engine cannot register) come back beside it; a warehouse that cannot be reached is
+/// an error (A006).
+pub async fn open(
+    target: &AdapterTarget,
+    root: &Path,
+    c: &Compilation,
+    purpose: Purpose,
+) -> Result<(Arc<dyn Adapter>, Vec<AdapterError>), AdapterError> {
+    let s = &target.settings;
+    match target.kind() {
+        "local" => {
+            let warehouse = root.join(".phlo").join("warehouse");
+            Ok(match purpose {
+                Purpose::Plan => (Arc::new(LocalEngine::unregistered(&warehouse)), Vec::new()),
+                Purpose::Run { .. } => {
+                    let (engine, problems) = LocalEngine::open(&warehouse, c).await;
+                    (Arc::new(engine), problems)
+                }
+            })
+        }
+        "postgres" => {
+            let password = target
+                .password()
+                .map_err(|d| AdapterError::new(d.code, d.message))?;
+            let jobs = match purpose {
+                Purpose::Plan => 1,
+                Purpose::Run { jobs } => jobs as u32,
+            };
+            let engine = PostgresEngine::connect(
+                s.url.as_deref().unwrap_or_default(),
+                password.as_deref(),
+                s.default_schema.as_deref(),
+                jobs,
+            )
+            .await?;
+            Ok((Arc::new(engine), Vec::new()))
+        }
+        #[cfg(feature = "duckdb")]
+        "duckdb" => {
+            let path = root.join(s.path.as_deref().unwrap_or("warehouse.duckdb"));
+            let engine = crate::DuckDbEngine::open(&path, s.default_schema.as_deref())?;
+            Ok((Arc::new(engine), Vec::new()))
+        }
+        #[cfg(not(feature = "duckdb"))]
+        "duckdb" => Err(AdapterError::new(
+            codes::UNKNOWN_ADAPTER,
+            format!(
+                "adapter `{}`: this build has no DuckDB; build with `--features duckdb` \
+                 after `export DUCKDB_LIB_DIR=$(scripts/duckdb.sh)` (see docs/adapters.md)",
+                target.name
+            ),
+        )),
+        other => Err(AdapterError::new(
+            codes::UNKNOWN_ADAPTER,
+            format!(
+                "adapter `{}`: type `{other}` is not available in this build",
+                target.name
+            ),
+        )),
+    }
+}

@@ -1,0 +1,175 @@
+//! `[adapter]` (the default target) and `[adapters.<name>]` (named targets, chosen with
+//! `--adapter <name>`): which engine a workspace builds on. Secrets never live here: a
+//! password is named by the environment variable holding it (`password_env`).
+
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::{did_you_mean, Diagnostic};
+use serde::Deserialize;
+
+use crate::Workspace;
+
+/// One target's settings, as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterSection {
+    /// `local` (default), `duckdb`, `postgres`, `trino`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// duckdb: the database file, relative to the workspace root.
+    pub path: Option<String>,
+    /// postgres / trino: the server URL (`postgres://user@host:5432/db`), without a password.
+    pub url: Option<String>,
+    /// Name of the environment variable holding the password.
+    pub password_env: Option<String>,
+    /// Schema every model is written to instead of one schema per namespace.
+    pub default_schema: Option<String>,
+    /// trino: the catalog models are written to.
+    pub catalog: Option<String>,
+    /// trino: the user queries run as.
+    pub user: Option<String>,
+}
+
+/// The adapter types this build knows.
+pub const ADAPTER_TYPES: &[&str] = &["local", "duckdb", "postgres", "trino"];
+
+/// The target a command runs against: its name (as chosen) and settings.
+#[derive(Clone, Debug)]
+pub struct AdapterTarget {
+    /// `default` for `[adapter]` (or the implicit local engine), else the `[adapters.<name>]`
+    /// key.
+    pub name: String,
+    pub settings: AdapterSection,
+}
+
+impl AdapterTarget {
+    /// The embedded local engine.
+    pub fn local() -> Self {
+        AdapterTarget {
+            name: "default".into(),
+            settings: AdapterSection {
+                kind: "local".into(),
+                ..AdapterSection::default()
+            },
+        }
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.settings.kind
+    }
+
+    /// The dialect the target's engine speaks: models are type-checked against its
+    /// `dialects/<name>.toml`. `None` for the local engine (then `[transform] dialect`).
+    pub fn dialect(&self) -> Option<&'static str> {
+        match self.kind() {
+            "duckdb" => Some("duckdb"),
+            "postgres" => Some("postgres"),
+            "trino" => Some("trino"),
+            _ => None,
+        }
+    }
+
+    /// The password named by `password_env`, when set and present.
+    pub fn password(&self) -> Result<Option<String>, Diagnostic> {
+        let Some(var) = &self.settings.password_env else {
+            return Ok(None);
+        };
+        std::env::var(var).map(Some).map_err(|_| {
+            Diagnostic::error(
+                codes::UNKNOWN_ADAPTER,
+                format!(
+                    "adapter `{}`: password_env names `{var}`, which is not set",
+                    self.name
+                ),
+            )
+            .with_help(format!("export {var}=<password>, or remove password_env"))
+        })
+    }
+}
+
+impl Workspace {
+    /// The target `--adapter name` chooses: `[adapters.<name>]`, or `[adapter]` (and the local
+    /// engine when there is none) without a name. `local` always names the local engine.
+    /// An unknown name or an invalid target is A008.
+    pub fn adapter_target(&self, name: Option<&str>) -> Result<AdapterTarget, Diagnostic> {
+        let target = match name {
+            None | Some("default") => match &self.config.adapter {
+                Some(settings) => AdapterTarget {
+                    name: "default".into(),
+                    settings: settings.clone(),
+                },
+                None => AdapterTarget::local(),
+            },
+            Some("local") if !self.config.adapters.contains_key("local") => AdapterTarget::local(),
+            Some(name) => match self.config.adapters.get(name) {
+                Some(settings) => AdapterTarget {
+                    name: name.to_string(),
+                    settings: settings.clone(),
+                },
+                None => {
+                    let known = self.config.adapters.keys().map(String::as_str);
+                    return Err(Diagnostic::error(
+                        codes::UNKNOWN_ADAPTER,
+                        format!("no adapter named `{name}`"),
+                    )
+                    .with_suggestions(did_you_mean(name, known))
+                    .with_help(
+                        "declare it in phlo.toml as [adapters.<name>] (type = \"postgres\", …), or use `local`",
+                    ));
+                }
+            },
+        };
+        validate(&target)?;
+        Ok(target)
+    }
+}
+
+fn validate(t: &AdapterTarget) -> Result<(), Diagnostic> {
+    let invalid = |message: String, help: &str| {
+        Err(Diagnostic::error(codes::UNKNOWN_ADAPTER, message).with_help(help.to_string()))
+    };
+    let s = &t.settings;
+    match s.kind.as_str() {
+        "local" => Ok(()),
+        "duckdb" if s.path.is_none() => invalid(
+            format!("adapter `{}` (duckdb) has no `path`", t.name),
+            "set path = \"warehouse.duckdb\" (the database file, relative to the workspace)",
+        ),
+        "postgres" | "trino" if s.url.is_none() => invalid(
+            format!("adapter `{}` ({}) has no `url`", t.name, s.kind),
+            "set url = \"postgres://user@host:5432/database\" (no password: use password_env)",
+        ),
+        "postgres" | "trino" if s.url.as_deref().is_some_and(has_password) => invalid(
+            format!(
+                "adapter `{}`: the url carries a password; secrets never go in phlo.toml",
+                t.name
+            ),
+            "remove the password from the url and name its environment variable with password_env",
+        ),
+        "duckdb" | "postgres" | "trino" => Ok(()),
+        other => invalid(
+            format!("adapter `{}` has unknown type `{other}`", t.name),
+            &format!("type is one of: {}", ADAPTER_TYPES.join(", ")),
+        ),
+    }
+}
+
+/// `scheme://user:password@host…`: a password between `:` and `@` in the authority.
+fn has_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_password;
+
+    #[test]
+    fn passwords_in_urls_are_recognised() {
+        assert!(has_password("postgres://u:secret@h:5432/db"));
+        assert!(!has_password("postgres://u@h:5432/db"));
+        assert!(!has_password("postgres://h:5432/db"));
+    }
+}
