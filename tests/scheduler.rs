@@ -448,12 +448,26 @@ async fn sql_errors_are_never_retried() {
 async fn an_attempt_over_the_model_timeout_fails_as_a_timeout_and_is_not_retried() {
     let h = harness(&[("x.d", &[Fault::Hang, Fault::Hang])], &[]).await;
     let mut options = RunOptions::new("run", 4);
-    options.model_timeout = Some(Duration::from_millis(200));
+    // Long enough for a real Delta write on a loaded machine; x.d hangs forever anyway.
+    options.model_timeout = Some(Duration::from_secs(3));
     options.retry = fast_retries(3);
     let report = h.run(&options).await;
     assert_eq!(h.engine.calls("x.d"), 1);
-    let b = report.models.iter().find(|m| m.name == "x.b").unwrap();
-    assert!(b.error.is_none(), "{:?}", b.error);
+    let errors: Vec<_> = report
+        .models
+        .iter()
+        .map(|m| {
+            (
+                m.name.as_str(),
+                m.error.as_ref().map(|e| e.message.as_str()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        report.models.iter().filter(|m| m.error.is_some()).count(),
+        2,
+        "{errors:?}"
+    );
     let d = report.models.iter().find(|m| m.name == "x.d").unwrap();
     let error = d.error.as_ref().unwrap();
     assert_eq!(
@@ -491,7 +505,14 @@ async fn cancelling_records_in_flight_and_unstarted_work_as_cancelled() {
     assert_eq!(report.status, "cancelled");
     let s = statuses(&report);
     assert_eq!(s["x.d"], "cancelled", "{s:?}");
-    assert_eq!(*h.engine.cancelled.lock().unwrap(), vec!["hang:x.d"]);
+    // x.d's hanging query, if it had started, was cancelled on the engine.
+    assert!(h
+        .engine
+        .cancelled
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|q| q == "hang:x.d"));
     assert!(
         s.values().all(|v| v == "passed" || v == "cancelled"),
         "{s:?}"
