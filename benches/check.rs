@@ -5,6 +5,7 @@
 //! cargo bench --bench check                                   # N = 1,000 and 10,000, 3 runs each
 //! PHLO_BENCH_SIZES=1000,5000,10000 PHLO_BENCH_REPS=5 cargo bench --bench check
 //! PHLO_BENCH_GENERATE_ONLY=/tmp/ws10k,10000 cargo bench --bench check   # only write a workspace
+//! PHLO_BENCH_SHAPE=realistic cargo bench --bench check        # ~1.5 KB models (joins, CTEs, …)
 //! ```
 //!
 //! Under `cargo test --benches` / `--all-targets` (no `--bench` argument) it runs a quick
@@ -27,6 +28,10 @@ const DEFAULT_SIZES: &[usize] = &[1_000, 10_000];
 const DEFAULT_REPS: usize = 3;
 
 fn main() -> ExitCode {
+    if let Err(message) = generate::Shape::from_env() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     if let Ok(spec) = std::env::var("PHLO_BENCH_GENERATE_ONLY") {
         return generate_only(&spec);
     }

@@ -15,6 +15,13 @@
 //!
 //! Every model outputs `(id bigint, grp varchar, amount double, n bigint)` with `id` unique,
 //! so the workspace also *runs* on the local engine and its key tests pass.
+//!
+//! That is the small shape (about 370 bytes of SQL per model). `PHLO_BENCH_SHAPE=realistic`
+//! selects the realistic one instead (`realistic.rs`: about 1.5 KB per model with joins,
+//! CTEs, aggregates and windows); every bench built on [`generate`] honours it.
+
+#[path = "realistic.rs"]
+pub mod realistic;
 
 use std::fmt::Write as _;
 use std::io;
@@ -87,8 +94,45 @@ fn layer_of(i: usize, n: usize, layers: usize) -> usize {
     i * layers / n
 }
 
-/// Writes a workspace with `n` models into `dir` (which must exist and should be empty).
+/// Which generator `PHLO_BENCH_SHAPE` selects (`small`, the default, or `realistic`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Small,
+    Realistic,
+}
+
+impl Shape {
+    /// The shape named by `PHLO_BENCH_SHAPE`; an unknown name is an error message.
+    pub fn from_env() -> Result<Shape, String> {
+        match std::env::var("PHLO_BENCH_SHAPE").as_deref() {
+            Err(_) | Ok("") | Ok("small") => Ok(Shape::Small),
+            Ok("realistic") => Ok(Shape::Realistic),
+            Ok(other) => Err(format!(
+                "PHLO_BENCH_SHAPE must be `small` or `realistic`, got `{other}`"
+            )),
+        }
+    }
+
+    /// A source column most of the workspace derives from (for lineage and impact).
+    pub fn probe_column(self) -> &'static str {
+        match self {
+            Shape::Small => "ns00.seed_events.amount",
+            Shape::Realistic => realistic::PROBE_COLUMN,
+        }
+    }
+}
+
+/// Writes a workspace with `n` models of the shape `PHLO_BENCH_SHAPE` selects into `dir`
+/// (which must exist and should be empty). Panics on an unknown shape name.
 pub fn generate(dir: &Path, n: usize) -> io::Result<Summary> {
+    match Shape::from_env().unwrap_or_else(|e| panic!("{e}")) {
+        Shape::Small => generate_small(dir, n),
+        Shape::Realistic => realistic::generate(dir, n),
+    }
+}
+
+/// The small shape described at the top of this file.
+pub fn generate_small(dir: &Path, n: usize) -> io::Result<Summary> {
     assert!(n > 0, "at least one model");
     let layers = MAX_LAYERS.min(n);
     // Model indices of each layer (contiguous ranges).

@@ -44,7 +44,10 @@ fn main() {
         let document = serde_json::to_vec(&g.document()).expect("serialises");
         let serialise = started.elapsed();
 
-        let target = g.resolve("ns00.seed_events.amount").expect("source column");
+        let probe = generate::Shape::from_env()
+            .expect("PHLO_BENCH_SHAPE")
+            .probe_column();
+        let target = g.resolve(probe).expect("source column");
         let reps = 50;
         let mut impact = Duration::ZERO;
         let mut reached = 0;
@@ -60,7 +63,7 @@ fn main() {
             .filter(|e| e.kind == phlo_transform_compiler::lineage::EdgeKind::Derives)
             .count();
         println!(
-            "{n:>6} models: compile (incl. lineage) {:>7.1} ms | lineage build {:>6.1} ms ({} nodes, {} derives edges) | lineage.json {:>5.1} MB in {:>6.1} ms | impact ns00.seed_events.amount {:>6.2} ms (mean of {reps}; {reached} columns reached)",
+            "{n:>6} models: compile (incl. lineage) {:>7.1} ms | lineage build {:>6.1} ms ({} nodes, {} derives edges) | lineage.json {:>5.1} MB in {:>6.1} ms | impact {probe} {:>6.2} ms (mean of {reps}; {reached} columns reached)",
             ms(compile),
             ms(build),
             g.nodes.len(),
