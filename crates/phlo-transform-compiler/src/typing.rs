@@ -8,7 +8,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
 use datafusion::datasource::empty::EmptyTable;
 use datafusion::execution::context::SessionContext;
-use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
@@ -16,10 +15,13 @@ use datafusion::sql::TableReference;
 use phlo_transform_core::diagnostic::{codes, Location, Span};
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
+use crate::lineage::{column_lineage, ColumnDerivations};
+use crate::version::plan_fingerprint;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::CatalogSnapshot;
@@ -132,6 +134,12 @@ pub(crate) fn infer(
             register(&ctx, name, schema.clone());
         }
     }
+    // Scanned names that are datasets, for column lineage (anything else is a CTE work table).
+    let datasets: HashSet<String> = models
+        .iter()
+        .map(|m| m.name.to_string())
+        .chain(catalog.sources.keys().cloned())
+        .collect();
     // Models of one topological level only read earlier levels: plan each level in parallel,
     // then register its schemas for the next.
     for level in levels(models, order) {
@@ -164,7 +172,7 @@ pub(crate) fn infer(
                 work.push((i, query));
             }
         }
-        for (i, planned) in plan_in_parallel(&ctx, work) {
+        for (i, planned) in plan_in_parallel(&ctx, work, &datasets) {
             record(i, planned, models, workspace, &ctx, diagnostics);
         }
     }
@@ -190,23 +198,37 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-type Planned = Result<LogicalPlan, DataFusionError>;
+/// What compiling keeps of a model's plan: the plan itself is dropped on the planning
+/// thread, so at most one plan per thread is alive.
+struct Typed {
+    schema: SchemaRef,
+    fingerprint: String,
+    lineage: Vec<ColumnDerivations>,
+}
 
-/// Plans the queries on up to `available_parallelism` threads, one session state each.
+type Planned = Result<Typed, DataFusionError>;
+
+/// Plans the queries on up to `available_parallelism` threads, one session state each, and
+/// reads the schema, fingerprint and column lineage off each plan there.
 fn plan_in_parallel(
     ctx: &SessionContext,
     work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
+    datasets: &HashSet<String>,
 ) -> Vec<(usize, Planned)> {
+    let is_dataset = |name: &str| datasets.contains(name);
     crate::par::map_chunks(work, |chunk| {
         let state = ctx.state();
         chunk
             .into_iter()
             .map(|(i, query)| {
                 let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-                (
-                    i,
-                    futures::executor::block_on(state.statement_to_plan(statement)),
-                )
+                let planned = futures::executor::block_on(state.statement_to_plan(statement));
+                let typed = planned.map(|plan| Typed {
+                    schema: Arc::new(plan.schema().as_arrow().clone()),
+                    fingerprint: plan_fingerprint(&plan.display_indent_schema().to_string()),
+                    lineage: column_lineage(&plan, &is_dataset),
+                });
+                (i, typed)
             })
             .collect()
     })
@@ -222,11 +244,11 @@ fn record(
     diagnostics: &mut Diagnostics,
 ) {
     match planned {
-        Ok(plan) => {
-            let arrow: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-            register(ctx, models[i].name.as_str(), arrow.clone());
-            models[i].schema = Some(ModelSchema::known(arrow));
-            models[i].plan = Some(Arc::new(plan));
+        Ok(typed) => {
+            register(ctx, models[i].name.as_str(), typed.schema.clone());
+            models[i].schema = Some(ModelSchema::known(typed.schema));
+            models[i].plan_fingerprint = Some(typed.fingerprint);
+            models[i].column_lineage = Some(typed.lineage);
         }
         Err(e) => {
             let mut d = type_diagnostic(&e, &models[i]);

@@ -175,13 +175,8 @@ impl LineageGraph {
             }
         }
 
-        let is_dataset =
-            |name: &str| model_names.contains(name) || c.catalog.sources.contains_key(name);
-        let lineages = crate::par::map(c.models.iter().collect(), |m| {
-            m.plan.as_ref().map(|p| column_lineage(p, &is_dataset))
-        });
-
-        for (i, (m, lineage)) in c.models.iter().zip(lineages).enumerate() {
+        for (i, m) in c.models.iter().enumerate() {
+            let lineage = m.column_lineage.as_deref();
             let name = m.name.as_str();
             let mut node = Node::new(model_id(name), NodeKind::Model, name.to_string());
             node.path = Some(m.path.clone());
@@ -216,7 +211,7 @@ impl LineageGraph {
                 } else {
                     Confidence::Unknown
                 };
-                for d in derived.derivations {
+                for d in &derived.derivations {
                     let from = g.column_index(&d.input.dataset, &d.input.column);
                     g.edges.push(Edge {
                         from,
@@ -225,7 +220,7 @@ impl LineageGraph {
                         directness: Some(d.directness),
                         transformation: Some(d.transformation),
                         confidence: Some(confidence),
-                        expression: d.expression,
+                        expression: d.expression.clone(),
                     });
                 }
             }
