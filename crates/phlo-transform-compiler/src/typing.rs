@@ -21,9 +21,9 @@ use std::sync::Arc;
 use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
 use crate::lineage::{column_lineage, ColumnDerivations};
-use crate::version::plan_fingerprint;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
+use crate::version::plan_fingerprint;
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
 
@@ -164,15 +164,9 @@ pub(crate) fn infer(
                 models[i].schema = Some(ModelSchema::Unknown { reason });
                 continue;
             }
-            let dotted = |t: &Target| match t {
-                Target::Model(u) => models[*u].name.to_string(),
-                Target::Source(s) => s.clone(),
-            };
-            if let Some(query) = typing_query(models, i, &dotted) {
-                work.push((i, query));
-            }
+            work.push(i);
         }
-        for (i, planned) in plan_in_parallel(&ctx, work, &datasets) {
+        for (i, planned) in plan_in_parallel(&ctx, models, work, &datasets) {
             record(i, planned, models, workspace, &ctx, diagnostics);
         }
     }
@@ -208,18 +202,25 @@ struct Typed {
 
 type Planned = Result<Typed, DataFusionError>;
 
-/// Plans the queries on up to `available_parallelism` threads, one session state each, and
-/// reads the schema, fingerprint and column lineage off each plan there.
+/// Plans the models on up to `available_parallelism` threads, one session state each, and
+/// reads the schema, fingerprint and column lineage off each plan there. Each query is
+/// parsed again on its thread (compiling keeps no ASTs).
 fn plan_in_parallel(
     ctx: &SessionContext,
-    work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
+    models: &[CompiledModel],
+    work: Vec<usize>,
     datasets: &HashSet<String>,
 ) -> Vec<(usize, Planned)> {
     let is_dataset = |name: &str| datasets.contains(name);
+    let dotted = |t: &Target| match t {
+        Target::Model(u) => models[*u].name.to_string(),
+        Target::Source(s) => s.clone(),
+    };
     crate::par::map_chunks(work, |chunk| {
         let state = ctx.state();
         chunk
             .into_iter()
+            .filter_map(|i| Some((i, typing_query(models, i, &dotted)?)))
             .map(|(i, query)| {
                 let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
                 let planned = futures::executor::block_on(state.statement_to_plan(statement));
