@@ -13,6 +13,7 @@
 //! smoke test on SQLite only. See docs/performance.md for the figures.
 
 #[path = "../../../benches/support/generate.rs"]
+#[allow(dead_code)] // the lineage probe column is for the lineage bench
 mod generate;
 
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
