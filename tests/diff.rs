@@ -418,6 +418,9 @@ fn bad_input_gets_coded_errors() {
 
 /// The current time as RFC 3339 (UTC), from `date`.
 fn chrono_now() -> String {
+    // The timestamp is whole seconds: wait a second so it is not earlier than a commit made
+    // within the current second (on a fast machine the last write is that recent).
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let out = std::process::Command::new("date")
         .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
         .output()
