@@ -313,7 +313,18 @@ impl Trino {
     }
 
     /// Cancels a query by id (`DELETE /v1/query/{id}`); a query already finished is left alone.
+    ///
+    /// A query of this client is first cancelled on its current `nextUri`: until the first
+    /// `GET` of that URI Trino has only queued the statement, not dispatched it, and
+    /// `DELETE /v1/query/{id}` answers 404 for it — the query would then start and run on.
     pub async fn cancel(&self, query_id: &str) -> Result<(), TrinoError> {
+        let own = lock(&self.in_flight).get(query_id).cloned();
+        if let Some(uri) = own {
+            self.authorized(self.http.request(Method::DELETE, uri))
+                .send()
+                .await
+                .map_err(unreachable)?;
+        }
         let url = self.endpoint(&format!("v1/query/{query_id}"))?;
         let response = self
             .authorized(self.http.request(Method::DELETE, url))
