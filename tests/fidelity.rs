@@ -214,12 +214,12 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
     write_file(
         root,
         "transforms/x/a.sql",
-        "-- @table\nselect cast(2.5 as decimal(10, 2)) as price\n",
+        "-- @table\nselect cast(2.5 as decimal(10, 2)) as price, 3 as qty\n",
     );
     write_file(
         root,
         "transforms/x/b.sql",
-        "select count(*) as n,\n       avg(price) as mean\nfrom x.a\n",
+        "select count(*) as n,\n       avg(price) as mean,\n       sum(qty) as units\nfrom x.a\n",
     );
     let out = run(root, &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -238,7 +238,10 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
         .collect();
     assert_eq!(
         got,
-        [("T012", "warning", "transforms/x/b.sql", 2, 8)],
+        [
+            ("T012", "warning", "transforms/x/b.sql", 2, 8),
+            ("T012", "warning", "transforms/x/b.sql", 3, 8)
+        ],
         "{diags:?}"
     );
     assert!(diags[0]["message"]
@@ -246,4 +249,8 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
         .unwrap()
         .contains("avg(decimal)"));
     assert!(diags[0]["help"].as_str().unwrap().contains("DOUBLE"));
+    assert!(diags[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("sum(integer)"));
 }

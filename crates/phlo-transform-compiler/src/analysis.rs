@@ -497,7 +497,7 @@ fn generic(error: &DataFusionError) -> Rejection {
 }
 
 /// The root cause's own message, first line, without DataFusion's variant prefix.
-pub(crate) fn first_line(error: &DataFusionError) -> String {
+fn first_line(error: &DataFusionError) -> String {
     let root = error.find_root();
     let text = match root {
         DataFusionError::Plan(m)

@@ -51,8 +51,8 @@ pub struct Difference {
     pub reason: String,
 }
 
-/// The constructs a `difference` can name: an aggregate over a decimal argument.
-pub const CONSTRUCTS: &[&str] = &["avg(decimal)", "sum(decimal)"];
+/// The constructs a `difference` can name: an aggregate over a decimal or integer argument.
+pub const CONSTRUCTS: &[&str] = &["avg(decimal)", "sum(decimal)", "sum(integer)"];
 
 /// A construct of a model the local engine may compute differently.
 pub struct Divergence {
@@ -162,15 +162,13 @@ impl Semantics {
             for expr in node.expressions() {
                 let _ = expr.apply(|e| {
                     if let Expr::AggregateFunction(AggregateFunction { func, params }) = e {
-                        let decimal = params.args.first().is_some_and(|a| {
-                            a.get_type(&schema)
-                                .is_ok_and(|t| matches!(t, DataType::Decimal128(..)))
-                        });
-                        let construct = format!("{}(decimal)", func.name());
-                        if let Some(d) = self
-                            .differences
-                            .iter()
-                            .find(|d| decimal && d.construct == construct)
+                        let kind = match params.args.first().map(|a| a.get_type(&schema)) {
+                            Some(Ok(DataType::Decimal128(..))) => "decimal",
+                            Some(Ok(t)) if t.is_integer() => "integer",
+                            _ => return Ok(TreeNodeRecursion::Continue),
+                        };
+                        let construct = format!("{}({kind})", func.name());
+                        if let Some(d) = self.differences.iter().find(|d| d.construct == construct)
                         {
                             out.push(Divergence {
                                 construct,
