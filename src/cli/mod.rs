@@ -274,8 +274,13 @@ pub async fn dispatch(cli: Cli) -> u8 {
 pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
     let mut ws = Workspace::load(&paths.root)?;
     // The target's dialect types the models (its functions, its type names).
-    if let Some(dialect) = ws.adapter_target(paths.adapter.as_deref())?.dialect() {
+    let target = ws.adapter_target(paths.adapter.as_deref())?;
+    if let Some(dialect) = target.dialect() {
         ws.config.transform.dialect = Some(dialect.to_string());
+    }
+    // Trino: `catalog.schema.table` relations are warehouse sources typed from its metadata.
+    if target.kind() == "trino" {
+        phlo_transform_adapter::trino::add_warehouse_sources(&mut ws, &target, &paths.root)?;
     }
     let (catalog, diags) = CatalogSnapshot::load(&ws);
     Ok(Box::leak(Box::new(Compilation::compile(

@@ -73,6 +73,18 @@ pub async fn open(
                 target.name
             ),
         )),
+        "trino" => {
+            let settings = crate::trino::settings(target, root)?;
+            // View models live in the views catalog: the engine names them there.
+            let views = c
+                .models
+                .iter()
+                .filter(|m| m.materialization == phlo_transform_project::Materialization::View)
+                .map(|m| m.name.as_str().to_string())
+                .collect();
+            let engine = crate::trino::TrinoEngine::connect(settings, views).await?;
+            Ok((Arc::new(engine), Vec::new()))
+        }
         other => Err(AdapterError::new(
             codes::UNKNOWN_ADAPTER,
             format!(

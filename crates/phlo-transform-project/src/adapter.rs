@@ -27,6 +27,25 @@ pub struct AdapterSection {
     pub catalog: Option<String>,
     /// trino: the user queries run as.
     pub user: Option<String>,
+    /// trino: the catalog views are written to when `catalog` cannot hold views (Trino's
+    /// Nessie catalog cannot); the same catalog when absent.
+    pub views_catalog: Option<String>,
+    /// trino: the directory Trino's `local://` file system is rooted at (the catalog's
+    /// `local.location`), so that Iceberg metadata there can be read natively.
+    pub local_root: Option<String>,
+    /// trino: `[adapter.nessie]`, the Nessie server behind `catalog`.
+    pub nessie: Option<NessieSection>,
+}
+
+/// `[adapter.nessie]`: where the catalog's Nessie server answers, and on which reference.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NessieSection {
+    /// The API v2 root, e.g. `http://127.0.0.1:19120/api/v2`.
+    pub url: String,
+    /// The reference Trino's catalog is on (`iceberg.nessie-catalog.ref`); `main` by default.
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
 }
 
 /// The adapter types this build knows.

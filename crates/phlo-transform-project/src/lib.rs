@@ -11,7 +11,7 @@ pub mod maintenance;
 pub mod sources;
 mod toml_error;
 
-pub use adapter::{AdapterSection, AdapterTarget};
+pub use adapter::{AdapterSection, AdapterTarget, NessieSection};
 pub use config::{DiffColumnSection, DiffSection, RootConfig, WorkspaceConfig};
 pub use directives::{
     strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,

@@ -158,6 +158,11 @@ const TRANSIENT_ERRORS: &[&str] = &[
 ];
 
 impl TrinoError {
+    /// A failure on our side before anything was sent (no runtime, no HTTP client).
+    pub fn internal(message: impl Into<String>) -> Self {
+        TrinoError::new(FailureKind::Unreachable, message)
+    }
+
     fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         TrinoError {
             kind,

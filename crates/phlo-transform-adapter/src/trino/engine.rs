@@ -1,0 +1,847 @@
+//! The Trino adapter: models as Iceberg tables in one catalog (a schema per namespace, or
+//! `default_schema`), views in the views catalog, every statement through [`Trino`].
+//!
+//! - **Tables** are written with `CREATE OR REPLACE TABLE … AS`: one Iceberg commit, so readers
+//!   see the old snapshot or the new one. The strategy a table was built with is its comment
+//!   (`phlo.strategy=…`), as in the SQL warehouses.
+//! - **Views** live in `views_catalog` (Trino's Nessie catalog cannot hold views; see
+//!   docs/adapters.md). Without one, a workspace with views on a Nessie catalog is refused when
+//!   the adapter opens (plan time), not when the view is built.
+//! - **Incremental** writes run the model's query once into a batch table beside the target
+//!   and apply it with the shared `sqlgen` statements (MERGE for keys and keyed windows,
+//!   INSERT of new rows for append) or, for partitions, one MERGE that deletes the affected
+//!   partitions and inserts their new rows (one snapshot, where DELETE + INSERT would be two). They only add rows the
+//!   table does not have, and Trino commits no snapshot for a write of no rows, so repeating
+//!   a generation after a crash adds no second snapshot.
+//! - **Iceberg state** after every write: the table's metadata location from Nessie's contents
+//!   API, the metadata file read natively (`phlo_transform_lakehouse::iceberg_state`); its
+//!   snapshot and schema ids are the write's output identity.
+//! - **Errors**: Trino's `errorLocation` is a position in the SQL sent; it is mapped back to
+//!   the model file (`position::map_back`).
+
+use async_trait::async_trait;
+use datafusion::sql::sqlparser::ast::Query;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_lakehouse::iceberg_state::{read_table_state, IcebergTableState};
+use phlo_transform_lakehouse::nessie::{Content, Nessie};
+use phlo_transform_project::{IncrementalStrategy, Materialization, SourceDecl};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+
+use super::client::{FailureKind, QueryResult, Trino, TrinoConfig, TrinoError};
+use crate::sqlgen::{ident, literal};
+use crate::{
+    Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
+    Relation, RelationInfo, RelationKind, SourceState,
+};
+
+/// The comment prefix recording a table's build strategy.
+const STRATEGY_COMMENT: &str = "phlo.strategy=";
+/// Suffix of the relation an incremental batch is written to before it is applied.
+const BATCH_SUFFIX: &str = "__phlo_batch";
+/// The schema of one-segment model names.
+const DEFAULT_SCHEMA: &str = "default";
+
+/// How the adapter reaches Trino and Nessie (`[adapter] type = "trino"`).
+#[derive(Clone, Debug)]
+pub struct TrinoSettings {
+    pub url: Url,
+    pub user: String,
+    pub password: Option<String>,
+    /// Where tables are written.
+    pub catalog: String,
+    /// Where views are written (the same catalog when it can hold views).
+    pub views_catalog: Option<String>,
+    pub default_schema: Option<String>,
+    /// The Nessie server behind `catalog` (`[adapter.nessie] url`) and the reference Trino's
+    /// catalog is on.
+    pub nessie: Option<(Url, String)>,
+    /// Where Trino's `local://` file system is rooted (its `local.location`), so that
+    /// `local:///…` metadata locations can be read here.
+    pub local_root: Option<PathBuf>,
+}
+
+pub struct TrinoEngine {
+    client: Trino,
+    settings: TrinoSettings,
+    nessie: Option<Nessie>,
+    /// Models materialised as views: they live in the views catalog.
+    views: HashSet<String>,
+}
+
+impl TrinoEngine {
+    /// Connects (waiting while the coordinator is still starting) and checks that the
+    /// catalogs exist. `views` are the names of the workspace's view models; with views and
+    /// no catalog that can hold them, opening fails (A007) before anything runs.
+    pub async fn connect(
+        settings: TrinoSettings,
+        views: HashSet<String>,
+    ) -> Result<Self, AdapterError> {
+        let mut config = TrinoConfig::new(settings.url.clone(), settings.user.clone());
+        config.password = settings.password.clone();
+        config.catalog = Some(settings.catalog.clone());
+        config.time_zone = Some("UTC".into());
+        let client = Trino::new(config).map_err(|e| unavailable(&settings.url, &e))?;
+        let mut waited = Duration::ZERO;
+        loop {
+            match client.ready().await {
+                Ok(true) => break,
+                Ok(false) if waited < Duration::from_secs(120) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    waited += Duration::from_millis(500);
+                }
+                Ok(false) => {
+                    return Err(AdapterError::retryable(
+                        codes::ADAPTER_UNAVAILABLE,
+                        format!(
+                            "Trino at {} is still starting (SERVER_STARTING_UP)",
+                            settings.url
+                        ),
+                    ))
+                }
+                Err(e) => return Err(unavailable(&settings.url, &e)),
+            }
+        }
+        let nessie = match &settings.nessie {
+            Some((url, _)) => Some(Nessie::new(url.clone(), Duration::from_secs(10)).map_err(
+                |e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, format!("Nessie at {url}: {e}")),
+            )?),
+            None => None,
+        };
+        let engine = TrinoEngine {
+            client,
+            settings,
+            nessie,
+            views,
+        };
+        engine.check_catalogs().await?;
+        Ok(engine)
+    }
+
+    fn views_catalog(&self) -> &str {
+        self.settings
+            .views_catalog
+            .as_deref()
+            .unwrap_or(&self.settings.catalog)
+    }
+
+    /// The configured catalogs exist, and views have a catalog that can hold them.
+    async fn check_catalogs(&self) -> Result<(), AdapterError> {
+        let result = self
+            .query("SELECT catalog_name FROM system.metadata.catalogs", None)
+            .await?;
+        let known: HashSet<&str> = result.rows.iter().filter_map(|r| r[0].as_str()).collect();
+        let mut wanted = vec![self.settings.catalog.as_str()];
+        if !self.views.is_empty() {
+            wanted.push(self.views_catalog());
+        }
+        for catalog in wanted {
+            if !known.contains(catalog) {
+                let mut names: Vec<&str> = known.iter().copied().collect();
+                names.sort();
+                return Err(AdapterError::new(
+                    codes::UNKNOWN_ADAPTER,
+                    format!(
+                        "Trino at {} has no catalog `{catalog}` (it has: {})",
+                        self.settings.url,
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        if !self.views.is_empty()
+            && self.settings.nessie.is_some()
+            && self.views_catalog() == self.settings.catalog
+        {
+            let mut views: Vec<&str> = self.views.iter().map(String::as_str).collect();
+            views.sort();
+            return Err(AdapterError::new(
+                codes::DIALECT_UNSUPPORTED,
+                format!(
+                    "view models ({}) cannot be created: catalog `{}` is on Nessie, and Trino's Nessie catalog has no views",
+                    views.join(", "),
+                    self.settings.catalog
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs one statement; `model` maps the error position of statements carrying its query.
+    async fn query(
+        &self,
+        sql: &str,
+        model: Option<&MaterializeJob>,
+    ) -> Result<QueryResult, AdapterError> {
+        self.client
+            .execute(sql)
+            .await
+            .map_err(|e| classify(&e, sql, model, &self.settings.url))
+    }
+
+    /// Runs `sql` with its query id registered in `inflight` while it runs.
+    async fn tracked(
+        &self,
+        sql: &str,
+        inflight: &InFlight,
+        model: Option<&MaterializeJob>,
+    ) -> Result<QueryResult, AdapterError> {
+        let mut tracked = None;
+        let result = self
+            .client
+            .execute_observed(sql, &mut |id| {
+                tracked = Some(inflight.track(QueryId(id.to_owned())));
+            })
+            .await;
+        drop(tracked);
+        result.map_err(|e| classify(&e, sql, model, &self.settings.url))
+    }
+
+    async fn run_all(
+        &self,
+        statements: &[String],
+        inflight: &InFlight,
+        model: Option<&MaterializeJob>,
+    ) -> Result<Vec<QueryResult>, AdapterError> {
+        let mut out = Vec::with_capacity(statements.len());
+        for sql in statements {
+            out.push(self.tracked(sql, inflight, model).await?);
+        }
+        Ok(out)
+    }
+
+    fn table_relation(&self, relation: &Relation) -> Relation {
+        let mut parts = relation.parts.clone();
+        if let Some(first) = parts.first_mut() {
+            *first = self.settings.catalog.clone();
+        }
+        Relation { parts }
+    }
+
+    fn view_relation(&self, relation: &Relation) -> Relation {
+        let mut parts = relation.parts.clone();
+        if let Some(first) = parts.first_mut() {
+            *first = self.views_catalog().to_owned();
+        }
+        Relation { parts }
+    }
+
+    fn sibling(relation: &Relation, suffix: &str) -> Relation {
+        let mut parts = relation.parts.clone();
+        if let Some(last) = parts.last_mut() {
+            last.push_str(suffix);
+        }
+        Relation { parts }
+    }
+
+    /// Tables and views at `relations`, grouped into one catalog query per catalog.
+    async fn relation_info(
+        &self,
+        relations: &[Relation],
+    ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+        let mut by_catalog: BTreeMap<&str, Vec<&Relation>> = BTreeMap::new();
+        for r in relations {
+            if r.parts.len() == 3 {
+                by_catalog.entry(r.parts[0].as_str()).or_default().push(r);
+            }
+        }
+        let mut found: BTreeMap<Vec<String>, RelationInfo> = BTreeMap::new();
+        for (catalog, rels) in by_catalog {
+            let wanted = rels
+                .iter()
+                .map(|r| format!("({}, {})", literal(&r.parts[1]), literal(&r.parts[2])))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT t.table_schema, t.table_name, t.table_type, c.column_name, c.data_type, c.is_nullable, m.comment \
+                 FROM {cat}.information_schema.tables t \
+                 LEFT JOIN {cat}.information_schema.columns c \
+                   ON c.table_schema = t.table_schema AND c.table_name = t.table_name \
+                 LEFT JOIN system.metadata.table_comments m \
+                   ON m.catalog_name = {lit} AND m.schema_name = t.table_schema AND m.table_name = t.table_name \
+                 WHERE (t.table_schema, t.table_name) IN ({wanted}) \
+                 ORDER BY t.table_schema, t.table_name, c.ordinal_position",
+                cat = ident(catalog),
+                lit = literal(catalog),
+            );
+            let result = self.query(&sql, None).await?;
+            for row in &result.rows {
+                let text = |i: usize| row.get(i).and_then(Value::as_str).map(str::to_owned);
+                let key = vec![
+                    catalog.to_owned(),
+                    text(0).unwrap_or_default(),
+                    text(1).unwrap_or_default(),
+                ];
+                let info = found.entry(key).or_insert_with(|| RelationInfo {
+                    kind: if text(2).as_deref() == Some("VIEW") {
+                        RelationKind::View
+                    } else {
+                        RelationKind::Table
+                    },
+                    columns: Some(Vec::new()),
+                    strategy: text(6)
+                        .and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_owned)),
+                });
+                if let (Some(name), Some(columns)) = (text(3), info.columns.as_mut()) {
+                    columns.push(ColumnInfo {
+                        name,
+                        data_type: text(4).unwrap_or_default(),
+                        nullable: text(5).as_deref() != Some("NO"),
+                    });
+                }
+            }
+        }
+        Ok(relations
+            .iter()
+            .map(|r| found.get(&r.parts).cloned())
+            .collect())
+    }
+
+    async fn kind_at(&self, relation: &Relation) -> Result<Option<RelationKind>, AdapterError> {
+        Ok(self
+            .relation_info(std::slice::from_ref(relation))
+            .await?
+            .remove(0)
+            .map(|i| i.kind))
+    }
+
+    /// The statements of a full build of `job`'s table (`existing`: what is at its name).
+    fn full_build(&self, job: &MaterializeJob, existing_view: bool) -> Vec<String> {
+        let target = self.table_relation(&job.relation);
+        let mut out = vec![create_schema(&target)];
+        if existing_view {
+            out.push(format!("DROP VIEW {}", target.quoted()));
+        }
+        let partitioning = match &job.table.incremental {
+            Some(IncrementalStrategy::Partition { columns }) => {
+                let list = columns
+                    .iter()
+                    .map(|c| literal(c))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!(" WITH (partitioning = ARRAY[{list}])")
+            }
+            _ => String::new(),
+        };
+        out.push(format!(
+            "CREATE OR REPLACE TABLE {}{partitioning} AS {}",
+            target.quoted(),
+            job.query
+        ));
+        out.push(format!(
+            "COMMENT ON TABLE {} IS {}",
+            target.quoted(),
+            literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
+        ));
+        out
+    }
+
+    async fn build_full(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let target = self.table_relation(&job.relation);
+        let existing_view = self.kind_at(&target).await? == Some(RelationKind::View);
+        let results = self
+            .run_all(&self.full_build(job, existing_view), inflight, Some(job))
+            .await?;
+        // A view of the same model left in the views catalog from before it became a table.
+        self.drop_stray_view(&job.relation).await?;
+        let rows = results.iter().rev().find_map(|r| r.update_count);
+        Ok(MaterializeOutcome {
+            rows,
+            write: Some("full".into()),
+            output_identity: self.identity(&target).await?,
+            ..MaterializeOutcome::default()
+        })
+    }
+
+    async fn drop_stray_view(&self, relation: &Relation) -> Result<(), AdapterError> {
+        if self.views_catalog() == self.settings.catalog {
+            return Ok(());
+        }
+        let view = self.view_relation(relation);
+        if self.kind_at(&view).await? == Some(RelationKind::View) {
+            self.query(&format!("DROP VIEW {}", view.quoted()), None)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The Iceberg state of the table at `relation`, read natively: metadata location from
+    /// Nessie, then the metadata file. `None` without Nessie or for a missing table.
+    pub async fn iceberg_state(
+        &self,
+        relation: &Relation,
+    ) -> Result<Option<IcebergTableState>, AdapterError> {
+        let (Some(nessie), Some((_, reference))) = (&self.nessie, &self.settings.nessie) else {
+            return Ok(None);
+        };
+        if relation.parts.len() != 3 || relation.parts[0] != self.settings.catalog {
+            return Ok(None);
+        }
+        let key = [relation.parts[1].as_str(), relation.parts[2].as_str()];
+        let content = nessie.content(reference, &key).await.map_err(|e| {
+            AdapterError::retryable(
+                codes::ADAPTER_UNAVAILABLE,
+                format!("Nessie: reading {relation}: {e}"),
+            )
+        })?;
+        let Some(Content::IcebergTable {
+            metadata_location, ..
+        }) = content
+        else {
+            return Ok(None);
+        };
+        read_table_state(&metadata_location, self.settings.local_root.as_deref())
+            .map(Some)
+            .map_err(|e| AdapterError::new(codes::CATALOG_UNAVAILABLE, e.to_string()))
+    }
+
+    async fn identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        Ok(self.iceberg_state(relation).await?.map(|s| {
+            format!(
+                "iceberg:snapshot:{},schema:{}",
+                s.current_snapshot_id
+                    .map_or_else(|| "none".to_owned(), |id| id.to_string()),
+                s.current_schema_id
+            )
+        }))
+    }
+
+    /// The statements of an incremental write into the existing table, given its columns:
+    /// the batch, the write, the batch dropped again.
+    fn incremental_statements(
+        &self,
+        job: &MaterializeJob,
+        strategy: &IncrementalStrategy,
+        columns: &[String],
+    ) -> Vec<String> {
+        let target = self.table_relation(&job.relation);
+        let batch = Self::sibling(&target, BATCH_SUFFIX);
+        let mut out = vec![
+            format!("DROP TABLE IF EXISTS {}", batch.quoted()),
+            batch_statement(job, strategy, &target, &batch),
+        ];
+        match strategy {
+            IncrementalStrategy::Partition { columns: parts } => {
+                out.push(replace_partitions(&target, &batch.quoted(), columns, parts));
+            }
+            _ => out.extend(crate::sqlgen::incremental(
+                strategy,
+                &job.table.key,
+                &target,
+                &batch.quoted(),
+                columns,
+            )),
+        }
+        out.push(format!("DROP TABLE {}", batch.quoted()));
+        out
+    }
+}
+
+/// `a."x" IS NOT DISTINCT FROM b."x" AND …`.
+fn same(columns: &[String], a: &str, b: &str) -> String {
+    columns
+        .iter()
+        .map(|c| format!("{a}.{} IS NOT DISTINCT FROM {b}.{}", ident(c), ident(c)))
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
+fn list(columns: &[String], prefix: &str) -> String {
+    columns
+        .iter()
+        .map(|c| format!("{prefix}{}", ident(c)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The partitions (`parts` values) whose rows differ between `batch` and `table`: where the
+/// batch has a row the table lacks, or the table one the batch lacks.
+fn affected_partitions(table: &str, batch: &str, columns: &[String], parts: &[String]) -> String {
+    let missing_from = |from: &str, other: &str| {
+        format!(
+            "SELECT DISTINCT {p} FROM (SELECT {c} FROM {from} AS b WHERE NOT EXISTS (SELECT 1 FROM {other} AS t WHERE {eq})) AS d",
+            p = list(parts, ""),
+            c = list(columns, "b."),
+            eq = same(columns, "t", "b"),
+        )
+    };
+    format!(
+        "{} UNION {}",
+        missing_from(batch, table),
+        missing_from(table, batch)
+    )
+}
+
+/// Replaces the affected partitions of `table` with the batch's rows in ONE statement (one
+/// Iceberg snapshot; Trino has no INSERT OVERWRITE for Iceberg): a MERGE whose source holds a
+/// deletion marker per affected partition and the batch rows of those partitions. Each table
+/// row matches at most one marker; batch rows never match and are inserted.
+fn replace_partitions(
+    table: &Relation,
+    batch: &str,
+    columns: &[String],
+    parts: &[String],
+) -> String {
+    let t = table.quoted();
+    let affected = affected_partitions(&t, batch, columns, parts);
+    let markers = columns
+        .iter()
+        .map(|c| {
+            if parts.contains(c) {
+                format!("a.{}", ident(c))
+            } else {
+                "NULL".to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "MERGE INTO {t} AS t USING (\
+         SELECT {rows}, 'i' AS \"phlo_op\" FROM {batch} AS b WHERE EXISTS (SELECT 1 FROM ({affected}) AS a WHERE {in_affected}) \
+         UNION ALL SELECT {markers}, 'd' FROM ({affected}) AS a\
+         ) AS s ON {on} AND s.\"phlo_op\" = 'd' \
+         WHEN MATCHED THEN DELETE \
+         WHEN NOT MATCHED AND s.\"phlo_op\" = 'i' THEN INSERT ({cols}) VALUES ({values})",
+        rows = list(columns, "b."),
+        in_affected = same(parts, "b", "a"),
+        on = same(parts, "t", "s"),
+        cols = list(columns, ""),
+        values = list(columns, "s."),
+    )
+}
+
+fn create_schema(relation: &Relation) -> String {
+    let schema = Relation::new(relation.parts[..relation.parts.len() - 1].iter().cloned());
+    format!("CREATE SCHEMA IF NOT EXISTS {}", schema.quoted())
+}
+
+/// The batch of an incremental write: the model's query, or for `window=` only the rows past
+/// the table's watermark.
+fn batch_statement(
+    job: &MaterializeJob,
+    strategy: &IncrementalStrategy,
+    target: &Relation,
+    batch: &Relation,
+) -> String {
+    let query = job.query.to_string();
+    let source = match strategy {
+        IncrementalStrategy::Window { column } => {
+            crate::sqlgen::past_watermark(&query, target, column)
+        }
+        _ => query,
+    };
+    format!("CREATE TABLE {} AS {source}", batch.quoted())
+}
+
+fn unavailable(url: &Url, e: &TrinoError) -> AdapterError {
+    AdapterError::retryable(codes::ADAPTER_UNAVAILABLE, format!("Trino at {url}: {e}"))
+}
+
+/// A Trino failure as an adapter error: the code by what failed, retryable only where the
+/// engine or the wire says so, the position mapped back to the model file.
+fn classify(e: &TrinoError, sql: &str, model: Option<&MaterializeJob>, url: &Url) -> AdapterError {
+    let mut message = e.to_string();
+    if let (Some(location), Some(job)) = (e.engine.as_ref().and_then(|x| x.location), model) {
+        if let Some(offset) = char_offset(sql, location.line, location.column) {
+            if let Some((line, column)) = crate::position::map_back(sql, offset, &job.text) {
+                message.push_str(&format!(" at {}:{line}:{column}", job.path));
+            }
+        }
+    }
+    let code = match (e.kind, e.name()) {
+        (FailureKind::Cancelled, _) => codes::QUERY_CANCELLED,
+        (FailureKind::Unreachable | FailureKind::Starting | FailureKind::Unauthorized, _) => {
+            return AdapterError {
+                retryable: e.retryable(),
+                ..AdapterError::new(
+                    codes::ADAPTER_UNAVAILABLE,
+                    format!("Trino at {url}: {message}"),
+                )
+            }
+        }
+        (_, "TABLE_NOT_FOUND" | "SCHEMA_NOT_FOUND" | "CATALOG_NOT_FOUND") => {
+            codes::RELATION_UNAVAILABLE
+        }
+        (_, "ICEBERG_COMMIT_ERROR") => codes::WRITE_FAILED,
+        _ => codes::QUERY_FAILED,
+    };
+    AdapterError {
+        retryable: e.retryable(),
+        ..AdapterError::new(code, message)
+    }
+}
+
+/// The 1-based character offset of 1-based (line, column) in `text`.
+fn char_offset(text: &str, line: u32, column: u32) -> Option<usize> {
+    let mut offset = 0;
+    for (i, l) in text.split('\n').enumerate() {
+        if i + 1 == line as usize {
+            return Some(offset + column as usize);
+        }
+        offset += l.chars().count() + 1;
+    }
+    None
+}
+
+#[async_trait]
+impl Adapter for TrinoEngine {
+    fn name(&self) -> &str {
+        "trino"
+    }
+
+    fn dialect(&self) -> &str {
+        "trino"
+    }
+
+    fn model_relation(&self, model_name: &str) -> Relation {
+        let schema_table = crate::naming::model(
+            model_name,
+            self.settings.default_schema.as_deref(),
+            DEFAULT_SCHEMA,
+        );
+        let catalog = if self.views.contains(model_name) {
+            self.views_catalog()
+        } else {
+            &self.settings.catalog
+        };
+        Relation::new(std::iter::once(catalog.to_owned()).chain(schema_table.parts))
+    }
+
+    /// `catalog.schema.table` as written; shorter names in the models' catalog.
+    fn source_relation(&self, source_name: &str) -> Relation {
+        let parts: Vec<&str> = source_name.split('.').collect();
+        match parts.as_slice() {
+            [_, _, _] => Relation::new(parts),
+            [schema, table] => Relation::new([self.settings.catalog.as_str(), schema, table]),
+            _ => Relation::new([self.settings.catalog.as_str(), DEFAULT_SCHEMA, source_name]),
+        }
+    }
+
+    async fn introspect_relation(
+        &self,
+        relation: &Relation,
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        Ok(self
+            .relation_info(std::slice::from_ref(relation))
+            .await?
+            .remove(0))
+    }
+
+    async fn introspect_relations(
+        &self,
+        relations: &[Relation],
+    ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+        self.relation_info(relations).await
+    }
+
+    async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
+        let sql = format!("SELECT count(*) FROM ({query}) AS q");
+        let result = self.tracked(&sql, inflight, None).await?;
+        result
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                AdapterError::new(
+                    codes::QUERY_FAILED,
+                    format!("count(*) gave no number: {:?}", result.rows),
+                )
+            })
+    }
+
+    async fn create_table(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        self.build_full(job, inflight).await
+    }
+
+    async fn create_view(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let view = self.view_relation(&job.relation);
+        let mut statements = vec![create_schema(&view)];
+        if self.kind_at(&view).await? == Some(RelationKind::Table) {
+            statements.push(format!("DROP TABLE {}", view.quoted()));
+        }
+        statements.push(format!(
+            "CREATE OR REPLACE VIEW {} AS {}",
+            view.quoted(),
+            job.query
+        ));
+        self.run_all(&statements, inflight, Some(job)).await?;
+        // A table of the same model left in the tables catalog from before it became a view.
+        let table = self.table_relation(&job.relation);
+        if table != view && self.kind_at(&table).await? == Some(RelationKind::Table) {
+            self.query(&format!("DROP TABLE {}", table.quoted()), None)
+                .await?;
+        }
+        Ok(MaterializeOutcome::default())
+    }
+
+    async fn apply_incremental(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let strategy = match &job.table.incremental {
+            Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => s.clone(),
+            _ => return self.build_full(job, inflight).await,
+        };
+        let target = self.table_relation(&job.relation);
+        let existing = self.introspect_relation(&target).await?;
+        let columns = match existing {
+            Some(RelationInfo {
+                kind: RelationKind::Table,
+                columns: Some(columns),
+                strategy: Some(label),
+            }) if label == job.table.label() => columns,
+            _ => return self.build_full(job, inflight).await,
+        };
+        let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        let statements = self.incremental_statements(job, &strategy, &names);
+        // The batch first, to compare its columns with the table's.
+        let (prepare, apply) = statements.split_at(2);
+        self.run_all(prepare, inflight, Some(job)).await?;
+        let batch = Self::sibling(&target, BATCH_SUFFIX);
+        let batch_columns: Vec<String> = self
+            .introspect_relation(&batch)
+            .await?
+            .and_then(|i| i.columns)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        if batch_columns != names {
+            // The model's columns changed: the table is rebuilt, as the local engine does.
+            self.query(&format!("DROP TABLE IF EXISTS {}", batch.quoted()), None)
+                .await?;
+            return self.build_full(job, inflight).await;
+        }
+        let before = self
+            .iceberg_state(&target)
+            .await?
+            .and_then(|s| s.current_snapshot_id);
+        self.run_all(apply, inflight, None).await?;
+        let count = self
+            .tracked(
+                &format!("SELECT count(*) FROM {}", target.quoted()),
+                inflight,
+                None,
+            )
+            .await?;
+        let rows = count
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_u64);
+        let after = self.iceberg_state(&target).await?;
+        let changed =
+            after.as_ref().map(|s| s.current_snapshot_id) != Some(before) || self.nessie.is_none();
+        let write = match strategy {
+            _ if !changed => "no change",
+            IncrementalStrategy::Key { .. } => "merge",
+            IncrementalStrategy::Partition { .. } => "replace partitions",
+            IncrementalStrategy::Window { .. } if !job.table.key.is_empty() => "merge",
+            _ => "append",
+        };
+        Ok(MaterializeOutcome {
+            rows,
+            write: Some(write.into()),
+            output_identity: self.identity(&target).await?,
+            ..MaterializeOutcome::default()
+        })
+    }
+
+    async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
+        match self.kind_at(relation).await? {
+            Some(RelationKind::Table) => self
+                .query(&format!("DROP TABLE {}", relation.quoted()), None)
+                .await
+                .map(drop),
+            Some(RelationKind::View) => self
+                .query(&format!("DROP VIEW {}", relation.quoted()), None)
+                .await
+                .map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// The latest value of `timestamp_column`, or without one the time of the table's current
+    /// Iceberg snapshot; the snapshot id is the source's version.
+    async fn source_state(
+        &self,
+        source: &SourceDecl,
+        timestamp_column: Option<&str>,
+    ) -> Result<SourceState, AdapterError> {
+        let relation = self.source_relation(&source.name);
+        let iceberg = self.iceberg_state(&relation).await?;
+        let version = iceberg
+            .as_ref()
+            .and_then(|s| s.current_snapshot_id)
+            .map(|id| format!("iceberg:snapshot:{id}"));
+        let latest_timestamp = match timestamp_column {
+            Some(column) => {
+                let sql = format!(
+                    "SELECT CAST(to_unixtime(CAST(max({c}) AS timestamp(6) WITH TIME ZONE)) * 1000000 AS bigint) FROM {t}",
+                    c = ident(column),
+                    t = relation.quoted()
+                );
+                self.query(&sql, None)
+                    .await?
+                    .rows
+                    .first()
+                    .and_then(|r| r.first())
+                    .and_then(Value::as_i64)
+            }
+            None => iceberg
+                .as_ref()
+                .and_then(|s| s.current_snapshot())
+                .map(|s| s.timestamp_ms * 1000),
+        };
+        Ok(SourceState {
+            latest_timestamp,
+            version,
+        })
+    }
+
+    async fn cancel(&self, query: &QueryId) -> Result<(), AdapterError> {
+        self.client
+            .cancel(&query.0)
+            .await
+            .map_err(|e| classify(&e, "", None, &self.settings.url))
+    }
+
+    async fn output_identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        self.identity(relation).await
+    }
+
+    fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
+        Ok(match (&job.materialization, &job.table.incremental) {
+            (Materialization::View, _) => {
+                let view = self.view_relation(&job.relation);
+                vec![
+                    create_schema(&view),
+                    format!("CREATE OR REPLACE VIEW {} AS {}", view.quoted(), job.query),
+                ]
+            }
+            (Materialization::Incremental, Some(s))
+                if *s != IncrementalStrategy::Full && !job.table.full_rebuild =>
+            {
+                self.incremental_statements(job, s, &job.columns)
+            }
+            _ => self.full_build(job, false),
+        })
+    }
+}
