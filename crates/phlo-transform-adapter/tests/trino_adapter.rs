@@ -231,7 +231,7 @@ async fn views_on_a_nessie_catalog_are_refused_when_the_adapter_opens() {
         .await
         .err()
         .expect("a view model on a Nessie catalog must be refused");
-    assert_eq!(error.code.to_string(), "A007", "{error}");
+    assert_eq!(error.code.to_string(), "A009", "{error}");
     assert!(error.message.contains("reports.summary"), "{error}");
 
     let mut s = settings();
@@ -240,7 +240,7 @@ async fn views_on_a_nessie_catalog_are_refused_when_the_adapter_opens() {
         .await
         .err()
         .unwrap();
-    assert_eq!(error.code.to_string(), "A008", "{error}");
+    assert_eq!(error.code.to_string(), "A010", "{error}");
 }
 
 #[tokio::test]
@@ -322,7 +322,7 @@ async fn cancelling_an_attempt_ends_its_query_in_trino() {
         .unwrap()
         .unwrap();
     let error = outcome.unwrap_err();
-    assert_eq!(error.code.to_string(), "A009", "{error}");
+    assert_eq!(error.code.to_string(), "A011", "{error}");
     let state = client()
         .execute(&format!(
             "select state, error_code from system.runtime.queries where query_id = '{}'",

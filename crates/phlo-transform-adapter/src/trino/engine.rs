@@ -75,7 +75,7 @@ pub struct TrinoEngine {
 impl TrinoEngine {
     /// Connects (waiting while the coordinator is still starting) and checks that the
     /// catalogs exist. `views` are the names of the workspace's view models; with views and
-    /// no catalog that can hold them, opening fails (A007) before anything runs.
+    /// no catalog that can hold them, opening fails (DIALECT_UNSUPPORTED) before anything runs.
     pub async fn connect(
         settings: TrinoSettings,
         views: HashSet<String>,
