@@ -171,8 +171,18 @@ async fn tables_views_and_their_iceberg_identity() {
         ]
     );
 
-    // A second build replaces the table with one new snapshot.
-    let again = engine.materialize(&table, &inflight).await.unwrap();
+    // The same generation again (a resumed run whose killed process committed the write but
+    // could not record it): the table says it holds this generation; nothing is written.
+    let repeated = engine.materialize(&table, &inflight).await.unwrap();
+    assert!(repeated.already_committed);
+    assert_eq!(repeated.rows, Some(25));
+    assert_eq!(repeated.output_identity, outcome.output_identity);
+
+    // A build of the next generation replaces the table with one new snapshot.
+    let mut next = table.clone();
+    next.generation = 2;
+    let again = engine.materialize(&next, &inflight).await.unwrap();
+    assert!(!again.already_committed);
     assert_ne!(again.output_identity, outcome.output_identity);
     let state = engine
         .iceberg_state(&table.relation)
@@ -492,9 +502,10 @@ async fn every_incremental_strategy_equals_a_full_rebuild() {
             _ => assert_eq!(got, expected, "{}", j.model_name),
         }
     }
-    // --full-refresh rebuilds.
+    // --full-refresh (a later run) rebuilds.
     let mut refresh = jobs[0].clone();
     refresh.table.full_rebuild = true;
+    refresh.generation = 2;
     assert_eq!(
         engine
             .materialize(&refresh, &inflight)

@@ -28,6 +28,7 @@ use phlo_transform_project::{IncrementalStrategy, Materialization, SourceDecl};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 use url::Url;
 
@@ -38,8 +39,15 @@ use crate::{
     Relation, RelationInfo, RelationKind, SourceState,
 };
 
-/// The comment prefix recording a table's build strategy.
+/// The table comment's line recording the table's build strategy.
 const STRATEGY_COMMENT: &str = "phlo.strategy=";
+/// The table comment's lines naming the model and run generation whose full build wrote the
+/// table: set by the same `CREATE OR REPLACE … AS` that writes the rows, so a resumed run
+/// sees that the generation's write already committed.
+const MODEL_COMMENT: &str = "phlo.model=";
+const GENERATION_COMMENT: &str = "phlo.generation=";
+/// How long a write waits for the cancelled queries of a killed run to end.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Suffix of the relation an incremental batch is written to before it is applied.
 const BATCH_SUFFIX: &str = "__phlo_batch";
 /// The schema of one-segment model names.
@@ -70,6 +78,8 @@ pub struct TrinoEngine {
     nessie: Option<Nessie>,
     /// Models materialised as views: they live in the views catalog.
     views: HashSet<String>,
+    /// Schemas known to exist (`catalog.schema`).
+    schemas: Mutex<HashSet<Relation>>,
 }
 
 impl TrinoEngine {
@@ -116,6 +126,7 @@ impl TrinoEngine {
             settings,
             nessie,
             views,
+            schemas: Mutex::default(),
         };
         engine.check_catalogs().await?;
         Ok(engine)
@@ -282,8 +293,7 @@ impl TrinoEngine {
                         RelationKind::Table
                     },
                     columns: Some(Vec::new()),
-                    strategy: text(6)
-                        .and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_owned)),
+                    strategy: text(6).and_then(|c| comment_value(&c, STRATEGY_COMMENT)),
                 });
                 if let (Some(name), Some(columns)) = (text(3), info.columns.as_mut()) {
                     columns.push(ColumnInfo {
@@ -326,15 +336,18 @@ impl TrinoEngine {
             }
             _ => String::new(),
         };
+        let comment = format!(
+            "{STRATEGY_COMMENT}{}\n{MODEL_COMMENT}{}\n{GENERATION_COMMENT}{}",
+            job.table.label(),
+            job.model_id,
+            job.generation
+        );
         out.push(format!(
-            "CREATE OR REPLACE TABLE {}{partitioning} AS {}",
+            "CREATE OR REPLACE TABLE {}{} COMMENT {}{partitioning} AS {}",
             target.quoted(),
+            column_aliases(job),
+            literal(&comment),
             job.query
-        ));
-        out.push(format!(
-            "COMMENT ON TABLE {} IS {}",
-            target.quoted(),
-            literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
         ));
         out
     }
@@ -345,10 +358,20 @@ impl TrinoEngine {
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
         let target = self.table_relation(&job.relation);
+        self.settle(&target).await?;
+        if self.full_build_committed(&target, job).await? {
+            return Ok(MaterializeOutcome {
+                rows: self.count(&target, inflight).await?,
+                already_committed: true,
+                write: Some("already committed".into()),
+                output_identity: self.identity(&target).await?,
+            });
+        }
         let existing_view = self.kind_at(&target).await? == Some(RelationKind::View);
-        let results = self
-            .run_all(&self.full_build(job, existing_view), inflight, Some(job))
-            .await?;
+        let statements = self.full_build(job, existing_view);
+        // The first statement creates the schema: done once per schema and process.
+        self.ensure_schema(&target).await?;
+        let results = self.run_all(&statements[1..], inflight, Some(job)).await?;
         // A view of the same model left in the views catalog from before it became a table.
         self.drop_stray_view(&job.relation).await?;
         let rows = results.iter().rev().find_map(|r| r.update_count);
@@ -370,6 +393,165 @@ impl TrinoEngine {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Creates the schema of `relation` unless this engine already made sure it exists.
+    /// Trino's Nessie catalog fails `CREATE SCHEMA IF NOT EXISTS` with "Namespace already
+    /// exists" when another statement created it in between (parallel models of one
+    /// namespace): that is success, once the schema is seen to exist.
+    async fn ensure_schema(&self, relation: &Relation) -> Result<(), AdapterError> {
+        let schema = Relation::new(relation.parts[..relation.parts.len() - 1].iter().cloned());
+        if self.schemas.lock().expect("schemas").contains(&schema) {
+            return Ok(());
+        }
+        if let Err(e) = self.query(&create_schema(relation), None).await {
+            let exists = format!(
+                "SELECT count(*) FROM {}.information_schema.schemata WHERE schema_name = {}",
+                ident(&schema.parts[0]),
+                literal(&schema.parts[1])
+            );
+            let found = self.query(&exists, None).await?;
+            if found
+                .rows
+                .first()
+                .and_then(|r| r.first())
+                .and_then(Value::as_u64)
+                != Some(1)
+            {
+                return Err(e);
+            }
+        }
+        self.schemas.lock().expect("schemas").insert(schema);
+        Ok(())
+    }
+
+    async fn count(
+        &self,
+        table: &Relation,
+        inflight: &InFlight,
+    ) -> Result<Option<u64>, AdapterError> {
+        let count = self
+            .tracked(
+                &format!("SELECT count(*) FROM {}", table.quoted()),
+                inflight,
+                None,
+            )
+            .await?;
+        Ok(count
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_u64))
+    }
+
+    /// The table's comment says a full build of this model in this (or a later) generation
+    /// wrote it: a resumed run whose killed process committed the write before it could record
+    /// it. (Incremental writes need no marker: they add only rows the table lacks, and Trino
+    /// commits no snapshot for a write of no rows.)
+    async fn full_build_committed(
+        &self,
+        table: &Relation,
+        job: &MaterializeJob,
+    ) -> Result<bool, AdapterError> {
+        let sql = format!(
+            "SELECT comment FROM system.metadata.table_comments \
+             WHERE catalog_name = {} AND schema_name = {} AND table_name = {}",
+            literal(&table.parts[0]),
+            literal(&table.parts[1]),
+            literal(&table.parts[2]),
+        );
+        let result = self.query(&sql, None).await?;
+        let Some(comment) = result
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_str)
+        else {
+            return Ok(false);
+        };
+        let generation = comment_value(comment, GENERATION_COMMENT).and_then(|g| g.parse().ok());
+        Ok(
+            comment_value(comment, MODEL_COMMENT).as_deref() == Some(job.model_id.as_str())
+                && generation.is_some_and(|g: i64| g >= job.generation),
+        )
+    }
+
+    /// Ends the queries of a killed phlo-transform process that still write `table` (or its
+    /// batch table): Trino runs a statement on after its client is gone, so a resumed run's
+    /// write could otherwise race it (two appends of the same rows, two snapshots for one
+    /// generation). Only unfinished queries of this user from phlo-transform count; they are
+    /// cancelled and waited for. (Two runs writing the same table at once are not supported:
+    /// nothing locks a table across processes, and the later write ends the earlier one's
+    /// query on it.)
+    async fn settle(&self, table: &Relation) -> Result<(), AdapterError> {
+        let batch = Self::sibling(table, BATCH_SUFFIX);
+        // The quoted names are split in the SQL text so that this query does not find itself.
+        let mentions = |r: &Relation| {
+            let quoted = r.quoted();
+            let (head, tail) = quoted.split_at(quoted.len() / 2);
+            format!(
+                "strpos(query, concat({}, {})) > 0",
+                literal(head),
+                literal(tail)
+            )
+        };
+        let sql = format!(
+            "SELECT query_id FROM system.runtime.queries \
+             WHERE state NOT IN ('FINISHED', 'FAILED') AND source = {} AND \"user\" = {} \
+             AND ({} OR {})",
+            literal(&self.client.config().source),
+            literal(&self.settings.user),
+            mentions(table),
+            mentions(&batch),
+        );
+        let running: Vec<String> = self
+            .query(&sql, None)
+            .await?
+            .rows
+            .iter()
+            .filter_map(|r| r.first().and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        if running.is_empty() {
+            return Ok(());
+        }
+        for id in &running {
+            self.client
+                .cancel(id)
+                .await
+                .map_err(|e| classify(&e, "", None, &self.settings.url))?;
+        }
+        let ids = running
+            .iter()
+            .map(|id| literal(id))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let unfinished = format!(
+            "SELECT count(*) FROM system.runtime.queries \
+             WHERE query_id IN ({ids}) AND state NOT IN ('FINISHED', 'FAILED')"
+        );
+        let started = std::time::Instant::now();
+        loop {
+            let left = self.query(&unfinished, None).await?;
+            if left
+                .rows
+                .first()
+                .and_then(|r| r.first())
+                .and_then(Value::as_u64)
+                == Some(0)
+            {
+                return Ok(());
+            }
+            if started.elapsed() > SETTLE_TIMEOUT {
+                return Err(AdapterError::retryable(
+                    codes::WRITE_FAILED,
+                    format!(
+                        "{table}: queries of an earlier run still write it after cancelling ({})",
+                        running.join(", ")
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// The Iceberg state of the table at `relation`, read natively: metadata location from
@@ -442,6 +624,14 @@ impl TrinoEngine {
         out.push(format!("DROP TABLE {}", batch.quoted()));
         out
     }
+}
+
+/// The value of the `prefix` line of a table comment (`phlo.strategy=append`).
+fn comment_value(comment: &str, prefix: &str) -> Option<String> {
+    comment
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map(str::to_owned)
 }
 
 /// `a."x" IS NOT DISTINCT FROM b."x" AND …`.
@@ -537,7 +727,21 @@ fn batch_statement(
         }
         _ => query,
     };
-    format!("CREATE TABLE {} AS {source}", batch.quoted())
+    format!(
+        "CREATE TABLE {}{} AS {source}",
+        batch.quoted(),
+        column_aliases(job)
+    )
+}
+
+/// ` ("a", "b")`: the model's compiled column names for a CTAS, so that the table has the
+/// columns the workspace was compiled with and an unnamed expression (`sum(x)`), which Trino
+/// refuses to store (MISSING_COLUMN_NAME), gets the compiler's name for it.
+fn column_aliases(job: &MaterializeJob) -> String {
+    if job.columns.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", list(&job.columns, ""))
 }
 
 fn unavailable(url: &Url, e: &TrinoError) -> AdapterError {
@@ -680,7 +884,8 @@ impl Adapter for TrinoEngine {
             view.quoted(),
             job.query
         ));
-        self.run_all(&statements, inflight, Some(job)).await?;
+        self.ensure_schema(&view).await?;
+        self.run_all(&statements[1..], inflight, Some(job)).await?;
         // A table of the same model left in the tables catalog from before it became a view.
         let table = self.table_relation(&job.relation);
         if table != view && self.kind_at(&table).await? == Some(RelationKind::Table) {
@@ -700,6 +905,7 @@ impl Adapter for TrinoEngine {
             _ => return self.build_full(job, inflight).await,
         };
         let target = self.table_relation(&job.relation);
+        self.settle(&target).await?;
         let existing = self.introspect_relation(&target).await?;
         let columns = match existing {
             Some(RelationInfo {
@@ -734,18 +940,7 @@ impl Adapter for TrinoEngine {
             .await?
             .and_then(|s| s.current_snapshot_id);
         self.run_all(apply, inflight, None).await?;
-        let count = self
-            .tracked(
-                &format!("SELECT count(*) FROM {}", target.quoted()),
-                inflight,
-                None,
-            )
-            .await?;
-        let rows = count
-            .rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(Value::as_u64);
+        let rows = self.count(&target, inflight).await?;
         let after = self.iceberg_state(&target).await?;
         let changed =
             after.as_ref().map(|s| s.current_snapshot_id) != Some(before) || self.nessie.is_none();
