@@ -1,18 +1,23 @@
 //! Warehouse sources on Trino: a relation with three parts (`tpch.tiny.lineitem`) that no model
 //! or declared source names is `catalog.schema.table` in Trino. Before compiling, its columns
 //! are read from the catalog's `information_schema` (no query over the data runs) and it
-//! becomes a source with declared columns, so the compiler types the models reading it.
+//! becomes a source with declared columns, so the compiler types the models reading it. Iceberg
+//! tables of the catalog on Nessie become Iceberg sources at their current metadata file
+//! instead (typed from it, identified by snapshot).
 
 use datafusion::sql::sqlparser::ast::{visit_relations, ObjectNamePart};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_lakehouse::iceberg_state::local_path;
+use phlo_transform_lakehouse::nessie::{Content, Nessie};
 use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, SourceOrigin, Workspace};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::client::{Trino, TrinoConfig, TrinoError};
 use crate::sqlgen::{ident, literal};
@@ -50,7 +55,11 @@ pub fn add_warehouse_sources(
                     .build()
                     .map_err(|e| TrinoError::internal(e.to_string()))?;
                 let client = Trino::new(config)?;
-                runtime.block_on(warehouse_sources(&client, &wanted))
+                runtime.block_on(async {
+                    let mut found = warehouse_sources(&client, &wanted).await?;
+                    pin_iceberg_tables(&settings, &mut found).await?;
+                    Ok::<_, TrinoError>(found)
+                })
             })
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -67,6 +76,46 @@ pub fn add_warehouse_sources(
         .with_help("start Trino (scripts/services.sh up) or check [adapter] url")
     })?;
     ws.sources.extend(found);
+    Ok(())
+}
+
+/// Turns the sources that are Iceberg tables of the catalog on Nessie into Iceberg sources at
+/// their current metadata file (found through Nessie's contents API, read under `local_root`):
+/// the compiler then types them from the Iceberg schema and identifies their contents by
+/// snapshot and schema id, so a new snapshot of a source rebuilds the models reading it
+/// (`source_change`). Without `[adapter.nessie]` and `local_root` they stay typed from
+/// Trino's metadata, and changes to their data are not seen by `plan`.
+async fn pin_iceberg_tables(
+    settings: &super::TrinoSettings,
+    sources: &mut [SourceDecl],
+) -> Result<(), TrinoError> {
+    let (Some((url, reference)), Some(root)) = (&settings.nessie, &settings.local_root) else {
+        return Ok(());
+    };
+    let nessie = Nessie::new(url.clone(), Duration::from_secs(10))
+        .map_err(|e| TrinoError::internal(format!("Nessie at {url}: {e}")))?;
+    for source in sources.iter_mut() {
+        let [catalog, schema, table] = source.name.split('.').collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        if catalog != settings.catalog {
+            continue;
+        }
+        let content = nessie
+            .content(reference, &[schema, table])
+            .await
+            .map_err(|e| TrinoError::internal(format!("Nessie at {url}: {e}")))?;
+        if let Some(Content::IcebergTable {
+            metadata_location, ..
+        }) = content
+        {
+            let path = local_path(&metadata_location, Some(root))
+                .map_err(|e| TrinoError::internal(e.to_string()))?;
+            source.format = SourceFormat::Iceberg;
+            source.path = path;
+            source.columns.clear();
+        }
+    }
     Ok(())
 }
 
