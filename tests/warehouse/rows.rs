@@ -91,15 +91,51 @@ pub fn sort(rows: &mut [Row]) {
     });
 }
 
+/// The number of digits after the point of a plain decimal literal (`"1.53"` → 2); `None`
+/// for integers, exponent notation and non-numbers.
+fn decimal_scale(s: &Option<String>) -> Option<i32> {
+    let s = s.as_deref()?;
+    let (whole, fraction) = s.split_once('.')?;
+    let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+    (digits(whole.trim_start_matches('-')) && digits(fraction)).then_some(fraction.len() as i32)
+}
+
+/// As [`same_field`], and a number `b` prints as a decimal with scale `s` also equals an `a`
+/// that rounds to it (within half a unit of its last digit): Trino's `avg` and division of
+/// decimals keep the operands' scale where DataFusion carries more digits.
+fn same_field_at_scale(a: &Option<String>, b: &Option<String>) -> bool {
+    if same_field(a, b) {
+        return true;
+    }
+    match (number(a), number(b), decimal_scale(b)) {
+        (Some(x), Some(y), Some(scale)) => (x - y).abs() <= 0.5 * 10f64.powi(-scale) * (1.0 + 1e-9),
+        _ => false,
+    }
+}
+
 /// `None` when `a` and `b` hold the same rows; else the first difference.
-pub fn difference(mut a: Vec<Row>, mut b: Vec<Row>) -> Option<String> {
+pub fn difference(a: Vec<Row>, b: Vec<Row>) -> Option<String> {
+    difference_by(a, b, same_field)
+}
+
+/// [`difference`] where `b`'s decimals are taken at their printed scale (see
+/// [`same_field_at_scale`]).
+pub fn difference_at_scale(a: Vec<Row>, b: Vec<Row>) -> Option<String> {
+    difference_by(a, b, same_field_at_scale)
+}
+
+fn difference_by(
+    mut a: Vec<Row>,
+    mut b: Vec<Row>,
+    same: fn(&Option<String>, &Option<String>) -> bool,
+) -> Option<String> {
     if a.len() != b.len() {
         return Some(format!("{} rows vs {} rows", a.len(), b.len()));
     }
     sort(&mut a);
     sort(&mut b);
     for (x, y) in a.iter().zip(&b) {
-        let equal = x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_field(p, q));
+        let equal = x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q));
         if !equal {
             return Some(format!("{x:?} vs {y:?}"));
         }
@@ -124,5 +160,15 @@ mod tests {
             ]
         );
         assert_eq!(parse_pg_record("(1,)"), vec![Some("1".into()), None]);
+    }
+
+    #[test]
+    fn decimals_compare_at_the_printed_scale() {
+        let one = |s: &str| vec![vec![Some(s.to_string())]];
+        assert_eq!(difference_at_scale(one("1.525"), one("1.53")), None);
+        assert!(difference_at_scale(one("1.536"), one("1.53")).is_some());
+        assert!(difference(one("1.525"), one("1.53")).is_some());
+        assert_eq!(difference_at_scale(one("-0.0449"), one("-0.04")), None);
+        assert!(difference_at_scale(one("2"), one("3")).is_some());
     }
 }

@@ -525,12 +525,21 @@ pub fn write_parquet(tables: &[Table], dir: &Path) {
 
 /// SQL creating schema `schema` with every table and its rows.
 pub fn sql_statements(tables: &[Table], schema: &str) -> Vec<String> {
+    sql_statements_typed(tables, schema, |ty| ty.to_string())
+}
+
+/// [`sql_statements`] with the column types renamed by `type_name` (`text` → `varchar`).
+pub fn sql_statements_typed(
+    tables: &[Table],
+    schema: &str,
+    type_name: impl Fn(&str) -> String,
+) -> Vec<String> {
     let mut out = vec![format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")];
     for t in tables {
         let cols: Vec<String> = t
             .columns
             .iter()
-            .map(|(c, ty)| format!("\"{c}\" {ty}"))
+            .map(|(c, ty)| format!("\"{c}\" {}", type_name(ty)))
             .collect();
         out.push(format!(
             "CREATE TABLE \"{schema}\".\"{}\" ({})",
