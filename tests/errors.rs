@@ -200,3 +200,37 @@ fn inspect_shows_inferred_column_types() {
         ]
     );
 }
+
+#[test]
+fn explain_code_prints_the_table_entry_and_suggests_close_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["explain-code", "t003"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("T003 INCOMPATIBLE_TYPES (type)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("help: Cast one side"), "{}", out.stdout);
+
+    let entry = run(dir.path(), &["--json", "explain-code", "E006"]).json();
+    assert_eq!(entry["name"], "SQL_RUNTIME_ERROR");
+    assert_eq!(entry["category"], "execution");
+    assert!(entry["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("never retried"));
+
+    let all = run(dir.path(), &["--json", "explain-code"]).json();
+    let all = all.as_array().unwrap();
+    assert!(all.iter().any(|c| c["code"] == "Y006"), "{all:?}");
+    assert!(all
+        .iter()
+        .all(|c| c["help"].as_str().is_some_and(|h| !h.is_empty())));
+
+    let unknown = run(dir.path(), &["--json", "explain-code", "T0O3"]);
+    assert_eq!(unknown.code, 2);
+    let d = &unknown.json()["diagnostics"][0];
+    assert_eq!(d["code"], "P011");
+    assert_eq!(d["suggestions"][0], "T003");
+}

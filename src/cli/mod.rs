@@ -4,6 +4,7 @@ mod commands;
 mod diff;
 mod execute;
 mod explain;
+mod explain_code;
 mod lineage;
 mod openlineage;
 mod progress;
@@ -151,6 +152,11 @@ pub enum Command {
         #[command(flatten)]
         args: diff::DiffCliArgs,
     },
+    /// What a diagnostic code means and what to do about it (without a code: every code).
+    ExplainCode {
+        /// A code such as `T003` (case-insensitive).
+        code: Option<String>,
+    },
     /// Remove the local warehouse and artifacts (and with --all, the SQLite state database).
     Clean {
         /// Also remove the SQLite state database (a PostgreSQL state is shared: never dropped).
@@ -263,6 +269,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         }
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Diff { args } => diff::diff(&paths, &args, json).await,
+        Command::ExplainCode { code } => explain_code::explain_code(code.as_deref(), json),
         Command::Clean { all } => commands::clean(&paths, all, json),
     }
 }

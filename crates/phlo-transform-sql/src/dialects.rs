@@ -43,7 +43,7 @@ struct Check<'a> {
 }
 
 fn span(s: SqlSpan) -> Option<Span> {
-    (s.start.line > 0).then(|| Span {
+    (s.start.line > 0).then_some(Span {
         start: Location {
             line: s.start.line as usize,
             column: s.start.column as usize,
