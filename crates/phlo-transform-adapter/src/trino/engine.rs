@@ -266,14 +266,21 @@ impl TrinoEngine {
                 .map(|r| format!("({}, {})", literal(&r.parts[1]), literal(&r.parts[2])))
                 .collect::<Vec<_>>()
                 .join(", ");
+            // The plain IN lists on each side are what Trino pushes into the metadata tables;
+            // with the pair condition alone it lists every table of the catalog (seconds on a
+            // Nessie catalog with a few hundred tables).
+            let (schemas, tables) = name_lists(&rels);
             let sql = format!(
                 "SELECT t.table_schema, t.table_name, t.table_type, c.column_name, c.data_type, c.is_nullable, m.comment \
                  FROM {cat}.information_schema.tables t \
                  LEFT JOIN {cat}.information_schema.columns c \
                    ON c.table_schema = t.table_schema AND c.table_name = t.table_name \
+                   AND c.table_schema IN ({schemas}) AND c.table_name IN ({tables}) \
                  LEFT JOIN system.metadata.table_comments m \
                    ON m.catalog_name = {lit} AND m.schema_name = t.table_schema AND m.table_name = t.table_name \
-                 WHERE (t.table_schema, t.table_name) IN ({wanted}) \
+                   AND m.schema_name IN ({schemas}) AND m.table_name IN ({tables}) \
+                 WHERE t.table_schema IN ({schemas}) AND t.table_name IN ({tables}) \
+                   AND (t.table_schema, t.table_name) IN ({wanted}) \
                  ORDER BY t.table_schema, t.table_name, c.ordinal_position",
                 cat = ident(catalog),
                 lit = literal(catalog),
@@ -624,6 +631,20 @@ impl TrinoEngine {
         out.push(format!("DROP TABLE {}", batch.quoted()));
         out
     }
+}
+
+/// The distinct schema and table names of three-part `relations`, as SQL literal lists.
+fn name_lists(relations: &[&Relation]) -> (String, String) {
+    let distinct = |i: usize| {
+        relations
+            .iter()
+            .map(|r| literal(&r.parts[i]))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    (distinct(1), distinct(2))
 }
 
 /// The value of the `prefix` line of a table comment (`phlo.strategy=append`).

@@ -168,9 +168,23 @@ pub async fn warehouse_sources(
             .map(|(s, t)| format!("({}, {})", literal(s), literal(t)))
             .collect::<Vec<_>>()
             .join(", ");
+        let distinct = |names: Vec<&str>| {
+            names
+                .into_iter()
+                .map(literal)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // Plain IN lists are pushed into information_schema; the pair condition alone makes
+        // Trino list every table of the catalog.
+        let schemas = distinct(tables.iter().map(|t| t.0).collect());
+        let names = distinct(tables.iter().map(|t| t.1).collect());
         let sql = format!(
             "SELECT table_schema, table_name, column_name, data_type FROM {}.information_schema.columns \
-             WHERE (table_schema, table_name) IN ({wanted}) ORDER BY table_schema, table_name, ordinal_position",
+             WHERE table_schema IN ({schemas}) AND table_name IN ({names}) \
+             AND (table_schema, table_name) IN ({wanted}) ORDER BY table_schema, table_name, ordinal_position",
             ident(catalog)
         );
         let result = match client.execute(&sql).await {
