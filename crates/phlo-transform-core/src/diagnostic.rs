@@ -1,7 +1,9 @@
 //! Diagnostics are data (decision 9): a stable code, a severity, a location, a message, a help
 //! line and suggestions. People get a rustc-like rendering, machines the same fields as JSON.
 
-use annotate_snippets::{Level, Renderer, Snippet};
+use annotate_snippets::{
+    normalize_untrusted_str, AnnotationKind, Group, Level, Origin, Renderer, Snippet,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -130,14 +132,18 @@ impl Diagnostic {
     }
 
     /// Renders like rustc. `source` is the text of `self.file`, when it could be read.
+    ///
+    /// The source, the message and every note are untrusted text (a model file, a name from
+    /// it): annotate-snippets shows control characters as visible symbols (`␋`), so they
+    /// neither reach the terminal nor skew the column arithmetic (0.11 underflowed on a long
+    /// run of vertical tabs before the span: `fuzz/regressions/`).
     pub fn render(&self, source: Option<&str>) -> String {
         let level = match self.severity {
-            Severity::Error => Level::Error,
-            Severity::Warning => Level::Warning,
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
         };
-        let suggestions = (!self.suggestions.is_empty())
-            .then(|| format!("did you mean: {}", self.suggestions.join(", ")));
-        let mut message = level.title(&self.message).id(self.code.0);
+        let mut group =
+            Group::with_title(level.clone().primary_title(&self.message).id(self.code.0));
         let range = match (source, self.line, self.column) {
             (Some(src), Some(line), Some(column)) => {
                 let start = byte_offset(src, line, column);
@@ -145,47 +151,51 @@ impl Diagnostic {
                     .span
                     .map(|s| byte_offset(src, s.end.line, s.end.column))
                     .filter(|&e| e > start)
-                    .unwrap_or_else(|| next_char_boundary(src, start));
+                    .unwrap_or_else(|| point_end(src, start));
                 Some(start..end)
             }
             _ => None,
         };
-        if let (Some(src), Some(file), Some(range)) = (source, &self.file, range) {
-            let annotation = level
-                .span(range)
-                .label(self.label.as_deref().unwrap_or_default());
-            message = message.snippet(
-                Snippet::source(src)
-                    .line_start(1)
-                    .origin(file)
-                    .fold(true)
-                    .annotation(annotation),
-            );
-        }
-        for note in &self.notes {
-            message = message.footer(Level::Note.title(note));
-        }
-        if let Some(s) = &suggestions {
-            message = message.footer(Level::Help.title(s));
-        }
-        if let Some(help) = &self.help {
-            message = message.footer(Level::Help.title(help));
-        }
-        let mut out = Renderer::plain().render(message).to_string();
-        // Without a snippet, still say where (file or file:line:column).
-        if source.is_none() || self.line.is_none() {
-            if let Some(file) = &self.file {
-                let loc = match (self.line, self.column) {
-                    (Some(l), Some(c)) => format!("{file}:{l}:{c}"),
-                    _ => file.clone(),
-                };
-                let mut lines: Vec<&str> = out.lines().collect();
-                let arrow = format!(" --> {loc}");
-                lines.insert(1.min(lines.len()), &arrow);
-                out = lines.join("\n");
+        match (source, &self.file, range) {
+            (Some(src), Some(file), Some(range)) => {
+                let annotation = AnnotationKind::Primary
+                    .span(range)
+                    .label(self.label.as_deref());
+                group = group.element(
+                    Snippet::source(src)
+                        .line_start(1)
+                        .path(file.as_str())
+                        .fold(true)
+                        .annotation(annotation),
+                );
             }
+            // Without a snippet, still say where (file or file:line:column).
+            (_, Some(file), _) => {
+                let mut origin = Origin::path(file.as_str());
+                if let Some(line) = self.line {
+                    origin = origin.line(line);
+                    if let Some(column) = self.column {
+                        origin = origin.char_column(column);
+                    }
+                }
+                group = group.element(origin);
+            }
+            _ => {}
         }
-        out
+        let footers = self
+            .notes
+            .iter()
+            .map(|n| (Level::NOTE, n.clone()))
+            .chain(
+                (!self.suggestions.is_empty())
+                    .then(|| format!("did you mean: {}", self.suggestions.join(", ")))
+                    .map(|s| (Level::HELP, s)),
+            )
+            .chain(self.help.iter().map(|h| (Level::HELP, h.clone())));
+        for (level, text) in footers {
+            group = group.element(level.message(normalize_untrusted_str(&text)));
+        }
+        Renderer::plain().render(&[group])
     }
 }
 
@@ -206,12 +216,13 @@ fn byte_offset(src: &str, line: usize, column: usize) -> usize {
     src.len()
 }
 
-fn next_char_boundary(src: &str, start: usize) -> usize {
-    src[start..]
-        .chars()
-        .next()
-        .map(|c| start + c.len_utf8())
-        .unwrap_or(start)
+/// The end of a one-character span at `start`; empty at a line end, so that pointing just past
+/// a line's last character stays on that line instead of spanning into the next one.
+fn point_end(src: &str, start: usize) -> usize {
+    match src[start..].chars().next() {
+        Some('\n' | '\r') | None => start,
+        Some(c) => start + c.len_utf8(),
+    }
 }
 
 /// An ordered collection of diagnostics with error counting.
@@ -283,6 +294,43 @@ mod tests {
         .with_label("no model or source has this name")
         .with_suggestions(vec!["assay.results".into()]);
         insta::assert_snapshot!(d.render(Some(src)));
+    }
+
+    /// annotate-snippets 0.11 counted a vertical tab as one column of leading whitespace but
+    /// zero columns before the span, and underflowed on a line wider than the terminal.
+    #[test]
+    fn control_characters_before_a_span_render_visibly_without_panicking() {
+        let src = format!(
+            "{}-- @tabel {}\nselect 1\n",
+            "\u{b}".repeat(70),
+            "x".repeat(150)
+        );
+        let d = Diagnostic::error(codes::UNKNOWN_DIRECTIVE, "unknown directive `@tabel`")
+            .in_file("m.sql")
+            .with_span(Span {
+                start: Location {
+                    line: 1,
+                    column: 74,
+                },
+                end: Location {
+                    line: 1,
+                    column: 80,
+                },
+            });
+        let out = d.render(Some(&src));
+        assert!(out.contains("-- @tabel"), "{out}");
+        assert!(out.contains('\u{240b}'), "{out}");
+        assert!(!out.contains('\u{b}'), "{out}");
+    }
+
+    #[test]
+    fn a_point_at_a_line_end_stays_on_that_line() {
+        let d = Diagnostic::error(codes::MALFORMED_TOML, "bad toml")
+            .in_file("phlo.toml")
+            .at(1, 11);
+        let out = d.render(Some("[transform\nx = 1\n"));
+        assert!(out.contains("1 | [transform\n  |           ^"), "{out}");
+        assert!(!out.contains("x = 1"), "{out}");
     }
 
     #[test]
