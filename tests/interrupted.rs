@@ -251,6 +251,67 @@ fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
     assert!(refused.stderr.contains("error[E005]"), "{}", refused.stderr);
 }
 
+/// Issue 10: delta-rs creates `_delta_log` before it commits version 0, so a kill -9 in
+/// between leaves a log with no commit, which delta-rs cannot open ("No files in log
+/// segment") and `run --resume` failed on. Built here on disk for every model the killed run
+/// had not committed (one with an orphan data file, as a killed write leaves): the resume
+/// creates each such table in place, and deletes nothing.
+#[test]
+fn a_table_killed_before_its_first_commit_is_created_on_resume() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fifty_models(root);
+    let state = root.join(".phlo/transform/state.db");
+    let rt = runtime();
+
+    let mut child = spawn_run(root);
+    let run_id = wait_for_passes(&rt, &mut child, &state, 5);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let mut emptied = Vec::new();
+    for i in 0..MODELS {
+        let log = table_dir(root, i).join("_delta_log");
+        let committed = std::fs::read_dir(&log).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+        });
+        if !committed {
+            std::fs::create_dir_all(&log).unwrap();
+            emptied.push(i);
+        }
+    }
+    assert!(emptied.len() >= 2, "every table had a commit: {emptied:?}");
+    let orphan = table_dir(root, emptied[0]).join("part-00000-killed.snappy.parquet");
+    std::fs::write(&orphan, b"PAR1 half-written").unwrap();
+
+    let resumed = run(root, &["run", "--resume", &run_id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let report = resumed.json();
+    assert_eq!(report["run_id"], run_id.as_str());
+    let failures: Vec<&Value> = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["status"] != "passed")
+        .map(|m| &m["error"])
+        .collect();
+    assert_eq!(report["counts"]["passed"], MODELS, "{failures:?}");
+
+    let tables: Vec<PathBuf> = emptied.iter().map(|&i| table_dir(root, i)).collect();
+    let counts = delta_counts(&tables);
+    for t in &tables {
+        assert_eq!(
+            counts[t.to_str().unwrap()]["rows"].as_u64(),
+            Some(ROWS as u64),
+            "{}",
+            t.display()
+        );
+    }
+    assert!(orphan.is_file(), "the orphan data file is left for VACUUM");
+}
+
 #[test]
 fn ctrl_c_cancels_cleanly_and_the_run_resumes() {
     a_signal_cancels_cleanly_and_the_run_resumes(libc::SIGINT);

@@ -199,7 +199,7 @@ impl LocalEngine {
 
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
         let path = self.table_path(model)?;
-        if !path.join("_delta_log").is_dir() {
+        if !crate::delta::has_commit(&path) {
             return Err(err(
                 codes::RELATION_UNAVAILABLE,
                 format!("table `{model}` does not exist"),
@@ -406,7 +406,7 @@ impl Adapter for LocalEngine {
         relation: &Relation,
     ) -> Result<Option<RelationInfo>, AdapterError> {
         let name = relation.table();
-        let kind = if self.table_path(name)?.join("_delta_log").is_dir() {
+        let kind = if crate::delta::has_commit(&self.table_path(name)?) {
             RelationKind::Table
         } else if self.view_path(name)?.is_file() {
             RelationKind::View

@@ -33,7 +33,7 @@ impl LocalEngine {
     /// Whether the model has a Delta table in this warehouse.
     pub fn has_table(&self, model: &str) -> bool {
         self.table_path(model)
-            .is_ok_and(|p| p.join("_delta_log").is_dir())
+            .is_ok_and(|p| crate::delta::has_commit(&p))
     }
 
     /// The model's table as of `at`, and the Delta version that is.

@@ -17,7 +17,10 @@
 
 mod change;
 mod guarantees;
+mod log;
 mod maintenance;
+
+pub use log::has_commit;
 
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::dataframe::DataFrame;
@@ -47,9 +50,10 @@ pub struct Written {
     pub description: String,
 }
 
-/// Opens the table at `path`; `None` when there is none.
+/// Opens the table at `path`; `None` when there is none (no `_delta_log`, or one without a
+/// commit: [`log`]).
 pub async fn open(path: &Path) -> Result<Option<DeltaTable>, AdapterError> {
-    if !path.join("_delta_log").is_dir() {
+    if !has_commit(path) {
         return Ok(None);
     }
     let url =
