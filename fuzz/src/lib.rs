@@ -17,8 +17,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// A target's body: takes the raw input, returns on any input.
+pub type Target = fn(&[u8]);
+
 /// Every target by name (the folder names under `fuzz/corpus/` and `fuzz/regressions/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("model_file", model_file),
     ("compile_workspace", compile_workspace),
     ("directives", directives),
