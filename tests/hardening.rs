@@ -139,6 +139,10 @@ const STATE_PASSWORD: &str = "state-pw-c4e81b";
 const TYPO_STATE_PASSWORD: &str = "typo-pw-77a0d3";
 const OL_PASSWORD: &str = "ol-pw-2d6f19";
 const OL_API_KEY: &str = "ol-key-9e4b7c";
+/// A warehouse adapter's password (`password_env`, PostgreSQL and Trino targets).
+const ADAPTER_PASSWORD: &str = "adapter-pw-6a3f0e";
+/// A password written into an adapter's `url`, which is refused (C002).
+const ADAPTER_URL_PASSWORD: &str = "adapter-url-pw-19c4";
 const SECRETS: &[&str] = &[
     CATALOG_PASSWORD,
     CATALOG_QUERY_TOKEN,
@@ -147,6 +151,8 @@ const SECRETS: &[&str] = &[
     TYPO_STATE_PASSWORD,
     OL_PASSWORD,
     OL_API_KEY,
+    ADAPTER_PASSWORD,
+    ADAPTER_URL_PASSWORD,
 ];
 
 struct Scan {
@@ -324,6 +330,69 @@ fn planted_secrets_never_leave_the_process() {
         "{}",
         refused.stderr
     );
+
+    // Warehouse adapters: a password from password_env on the real PostgreSQL (trust
+    // authentication accepts it) and on the real Trino (which refuses passwords over plain
+    // HTTP: an error path), and one written into a url, which is refused.
+    let warehouse = phlo_transform_state::testing::PgTestDb::create_blocking();
+    let psql = std::process::Command::new("psql")
+        .args(["-w", "-q", warehouse.url(), "-c"])
+        .arg(
+            "create schema raw; create table raw.orders (id bigint, amount double precision); \
+             insert into raw.orders values (1, 2.5), (2, 3.5)",
+        )
+        .output()
+        .expect("psql runs");
+    assert!(
+        psql.status.success(),
+        "{}",
+        String::from_utf8_lossy(&psql.stderr)
+    );
+    let pg_url_with_password = warehouse.url().replacen(
+        "://postgres@",
+        &format!("://postgres:{ADAPTER_URL_PASSWORD}@"),
+        1,
+    );
+    assert!(pg_url_with_password.contains(ADAPTER_URL_PASSWORD));
+    let with_adapters = format!(
+        "{phlo_toml}\n[adapters.pg]\ntype = \"postgres\"\nurl = \"{}\"\n\
+         password_env = \"PHLO_TEST_ADAPTER_PASSWORD\"\n\n\
+         [adapters.tr]\ntype = \"trino\"\nurl = \"{}\"\nuser = \"phlo-test\"\n\
+         password_env = \"PHLO_TEST_ADAPTER_PASSWORD\"\ncatalog = \"iceberg\"\n\n\
+         [adapters.pgurl]\ntype = \"postgres\"\nurl = \"{pg_url_with_password}\"\n",
+        warehouse.url(),
+        std::env::var("PHLO_TEST_TRINO_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into()),
+    );
+    write_file(ws, "phlo.toml", &with_adapters);
+    let mut adapter_env = sqlite_env.clone();
+    adapter_env.push(("PHLO_TEST_ADAPTER_PASSWORD", ADAPTER_PASSWORD.to_string()));
+    let on_pg = scan.command(ws, &["run", "--adapter", "pg", "--json"], &adapter_env);
+    assert_eq!(on_pg.code, 0, "{}\n{}", on_pg.stdout, on_pg.stderr);
+    assert_eq!(on_pg.json()["adapter"], "postgres", "{}", on_pg.stdout);
+    for args in [
+        &["plan", "--adapter", "pg", "--json"][..],
+        &["state", "runs", "--json"],
+        &["run", "--adapter", "tr", "--json"],
+        &["plan", "--adapter", "tr"],
+    ] {
+        scan.command(ws, args, &adapter_env);
+    }
+    let refused = scan.command(ws, &["check", "--adapter", "pgurl"], &adapter_env);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("password"), "{}", refused.stderr);
+    let refused = scan.command(ws, &["check", "--adapter", "pgurl", "--json"], &adapter_env);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    let dump = std::process::Command::new("pg_dump")
+        .arg(warehouse.url())
+        .output()
+        .expect("pg_dump runs");
+    assert!(dump.status.success());
+    let dump = String::from_utf8_lossy(&dump.stdout).into_owned();
+    assert!(
+        dump.contains("orders"),
+        "the warehouse dump is empty:\n{dump}"
+    );
+    scan.outputs.push(("PostgreSQL warehouse".into(), dump));
 
     // Everything the commands wrote (the inputs, phlo.toml included, are what they read).
     scan.files(&ws.join(".phlo"));

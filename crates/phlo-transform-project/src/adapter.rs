@@ -87,12 +87,18 @@ impl AdapterTarget {
         }
     }
 
-    /// The password named by `password_env`, when set and present.
+    /// The password named by `password_env`, when set and present. It is registered as a
+    /// secret ([`phlo_transform_core::secrets`]) before anyone can use it, so that no message,
+    /// artifact or record shows it even if a server or a driver echoes it back.
     pub fn password(&self) -> Result<Option<String>, Diagnostic> {
         let Some(var) = &self.settings.password_env else {
             return Ok(None);
         };
-        std::env::var(var).map(Some).map_err(|_| {
+        let password = std::env::var(var);
+        if let Ok(p) = &password {
+            phlo_transform_core::secrets::register(p);
+        }
+        password.map(Some).map_err(|_| {
             Diagnostic::error(
                 codes::UNKNOWN_ADAPTER,
                 format!(
@@ -183,7 +189,28 @@ fn has_password(url: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::has_password;
+    use super::*;
+
+    #[test]
+    fn a_password_read_from_password_env_is_a_registered_secret() {
+        let var = "PHLO_TEST_ADAPTER_PASSWORD_UNIT";
+        // The variable is this test's own; no other test reads or writes it.
+        std::env::set_var(var, "adapter-unit-pw-0c1d");
+        let target = AdapterTarget {
+            name: "pg".into(),
+            settings: AdapterSection {
+                kind: "postgres".into(),
+                password_env: Some(var.into()),
+                ..AdapterSection::default()
+            },
+        };
+        assert_eq!(
+            target.password().unwrap().as_deref(),
+            Some("adapter-unit-pw-0c1d")
+        );
+        let shown = phlo_transform_core::secrets::scrub("auth failed for adapter-unit-pw-0c1d");
+        assert_eq!(shown, "auth failed for ***");
+    }
 
     #[test]
     fn passwords_in_urls_are_recognised() {
