@@ -906,77 +906,21 @@ pub async fn apply(
         Ok(store) => store.load_plan(plan_id).await,
         Err(d) => return fatal(d, json),
     };
-    let stored: Plan = match stored.map(|p| p.and_then(|v| serde_json::from_value(v).ok())) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return fatal(
-                Diagnostic::error(codes::UNKNOWN_PLAN, format!("no stored plan `{plan_id}`"))
-                    .with_help("`phlo-transform plan` prints the id of the plan it stores"),
-                json,
-            )
-        }
-        Err(e) => {
-            return fatal(
-                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
-                    .with_help("check the state database"),
-                json,
-            )
-        }
+    let stored = match stored {
+        Ok(body) => phlo_transform_plan::read_stored(plan_id, body),
+        Err(e) => Err(Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+            .with_help("check the state database")),
+    };
+    let stored = match stored {
+        Ok(plan) => plan,
+        Err(d) => return fatal(d, json),
     };
     let spec = spec.unwrap_or_else(|| stored.selection.spec.clone());
     execute_plan(paths, c, &exec, json, "apply", &spec, move |fresh| {
-        if fresh.plan_id == stored.plan_id {
-            return Ok(fresh);
+        match phlo_transform_plan::staleness(&stored, &fresh) {
+            None => Ok(fresh),
+            Some(stale) => Err(stale),
         }
-        let mut changes = Vec::new();
-        for m in &fresh.models {
-            match stored.models.iter().find(|s| s.name == m.name) {
-                None => changes.push(format!("{}: new in the workspace", m.name)),
-                Some(s)
-                    if (s.decision, &s.version, &s.previous_version)
-                        != (m.decision, &m.version, &m.previous_version) =>
-                {
-                    let short = |v: &Option<String>| {
-                        v.as_deref()
-                            .map(|v| v[..12.min(v.len())].to_string())
-                            .unwrap_or_else(|| "-".into())
-                    };
-                    changes.push(format!(
-                        "{}: {} {} (recorded {}) then, {} {} (recorded {}) now",
-                        m.name,
-                        s.decision.label(),
-                        short(&s.version),
-                        short(&s.previous_version),
-                        m.decision.label(),
-                        short(&m.version),
-                        short(&m.previous_version)
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        for s in stored
-            .models
-            .iter()
-            .filter(|s| !fresh.models.iter().any(|m| m.name == s.name))
-        {
-            changes.push(format!("{}: no longer in the workspace", s.name));
-        }
-        let mut d = Diagnostic::error(
-            codes::STALE_PLAN,
-            format!(
-                "plan `{}` is stale: the workspace or its state changed since it was made",
-                stored.plan_id
-            ),
-        )
-        .with_help(format!(
-            "review the new plan (`phlo-transform plan`) and apply its id (`{}`)",
-            fresh.plan_id
-        ));
-        for change in changes {
-            d = d.with_note(change);
-        }
-        Err(d)
     })
     .await
 }

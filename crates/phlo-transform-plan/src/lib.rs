@@ -9,15 +9,17 @@ mod git;
 mod reasons;
 pub mod schema_change;
 mod selector;
+mod stored;
 
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
+pub use stored::{read_stored, staleness, PLAN_FORMAT};
 
 use phlo_transform_compiler::{Compilation, SqlChange};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{Diagnostic, Fingerprint};
+use phlo_transform_core::Diagnostic;
 use phlo_transform_project::config::BreakingChanges;
 use phlo_transform_project::{strategy_label, Materialization};
 use phlo_transform_state::MaterializedVersion;
@@ -84,6 +86,10 @@ pub struct PlanSummary {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Plan {
+    /// The stored plan's format ([`PLAN_FORMAT`]); a plan stored in another format is refused
+    /// by [`read_stored`] with a clear error instead of being misread.
+    #[serde(default)]
+    pub format: u32,
     pub plan_id: String,
     pub created_at: String,
     pub environment: String,
@@ -265,21 +271,7 @@ pub fn plan(
             Decision::Blocked => summary.blocked += 1,
         }
     }
-    let mut f = Fingerprint::new("phlo-transform/plan/1");
-    f.field("environment", inputs.environment)
-        .field("adapter", inputs.adapter);
-    for m in &models {
-        f.field("model", &m.name)
-            .field("membership", format!("{:?}", m.membership))
-            .field("decision", m.decision.label())
-            .field("version", m.version.as_deref().unwrap_or("-"))
-            .field("previous", m.previous_version.as_deref().unwrap_or("-"));
-    }
-    for s in inputs.freshness {
-        f.field("source", &s.source)
-            .field("freshness", format!("{:?}", s.status));
-    }
-    let plan_id = f.finish()[..16].to_string();
+    let plan_id = stored::plan_id(inputs, &models);
     let building: HashSet<&str> = models
         .iter()
         .filter(|m| m.decision == Decision::Build)
@@ -296,6 +288,7 @@ pub fn plan(
         }
     }
     Ok(Plan {
+        format: PLAN_FORMAT,
         plan_id,
         created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         environment: inputs.environment.to_string(),

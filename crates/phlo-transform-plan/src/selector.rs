@@ -59,6 +59,17 @@ pub enum Membership {
     Dependency,
 }
 
+impl Membership {
+    /// `selected`, `expanded`, `dependency`, as JSON prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Membership::Selected => "selected",
+            Membership::Expanded => "expanded",
+            Membership::Dependency => "dependency",
+        }
+    }
+}
+
 /// The models one term matched (before expansion and exclusion).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TermMatch {
