@@ -831,7 +831,7 @@ pub async fn run(
     }
     let code = execute_plan(paths, c, &exec, json, "run", spec, |p| {
         Ok(if full_refresh {
-            full_refresh_plan(p)
+            phlo_transform_plan::with_full_refresh(p)
         } else {
             p
         })
@@ -856,35 +856,6 @@ fn blocked_by_compile_errors(m: &phlo_transform_plan::PlannedModel) -> bool {
         && m.reasons
             .iter()
             .any(|r| r.kind == phlo_transform_plan::ReasonKind::UnknownState)
-}
-
-/// `run --full-refresh`: every selected incremental model is rebuilt in full, changed or not.
-fn full_refresh_plan(mut p: Plan) -> Plan {
-    use phlo_transform_plan::{Membership, Reason, ReasonKind};
-    for m in &mut p.models {
-        let selected = matches!(m.membership, Membership::Selected | Membership::Expanded);
-        if !selected || m.materialization != phlo_transform_project::Materialization::Incremental {
-            continue;
-        }
-        if m.decision == Decision::Skip {
-            m.decision = Decision::Build;
-            m.reasons.clear();
-            p.summary.skip -= 1;
-            p.summary.build += 1;
-        }
-        if m.decision == Decision::Build {
-            m.full_rebuild = true;
-            m.reasons.insert(
-                0,
-                Reason::new(
-                    ReasonKind::Forced,
-                    "full refresh requested (--full-refresh)",
-                    None,
-                ),
-            );
-        }
-    }
-    p
 }
 
 /// Executes exactly the stored plan `plan_id`, or rejects it as stale when planning again now

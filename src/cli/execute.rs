@@ -5,14 +5,11 @@
 use clap::Args;
 use phlo_transform_adapter::Adapter;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::{
     execute, CancelHandle, Continuation, EventSink, RetryPolicy, RunOptions, RunReport,
 };
 use phlo_transform_plan::{Decision, Plan, SelectorSpec};
 use phlo_transform_state::{StateError, StateStore};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,11 +71,6 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-fn unavailable(e: StateError) -> Diagnostic {
-    Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
-        .with_help("check --state / PHLO_STATE_URL")
-}
-
 /// The selection and execution of `run --resume <run>` (`resume`) or `run --retry-failed
 /// <run>`; an unknown, ambiguous or unsuitable run is reported and its exit code returned.
 pub async fn continuation(
@@ -92,105 +84,12 @@ pub async fn continuation(
         .await
         .map_err(|d| super::commands::fatal(d, json))?;
     let found = if resume {
-        self::resume(store.as_ref(), run).await
+        phlo_transform_exec::continuation::resume(store.as_ref(), run).await
     } else {
-        retry_failed(store.as_ref(), run).await
+        phlo_transform_exec::continuation::retry_failed(store.as_ref(), run).await
     };
     let (spec, continuation) = found.map_err(|d| super::commands::fatal(d, json))?;
     Ok((spec, Execution { args, continuation }))
-}
-
-/// `run --resume <run>`: the interrupted run and the selection it was planned with. Only a
-/// run still `running` (its process died) or `cancelled` can be resumed.
-async fn resume(
-    store: &dyn StateStore,
-    prefix: &str,
-) -> Result<(SelectorSpec, Continuation), Diagnostic> {
-    let run = super::state::find_run(store, prefix).await?;
-    match run.status.as_str() {
-        "running" | "cancelled" | "interrupted" => {}
-        finished => {
-            let help = if finished == "failed" {
-                format!(
-                    "a failed run is continued by a new one: `phlo-transform run --retry-failed {}`",
-                    run.run_id
-                )
-            } else {
-                "a passed run has nothing left to do".to_string()
-            };
-            return Err(Diagnostic::error(
-                codes::RUN_NOT_CONTINUABLE,
-                format!("run `{}` finished ({finished}): only an interrupted run (running or cancelled) can be resumed", run.run_id),
-            )
-            .with_help(help));
-        }
-    }
-    let plan: Option<Plan> = store
-        .load_plan(&run.plan_id)
-        .await
-        .map_err(unavailable)?
-        .and_then(|v| serde_json::from_value(v).ok());
-    let Some(plan) = plan else {
-        return Err(Diagnostic::error(
-            codes::UNKNOWN_PLAN,
-            format!("run `{}` has no stored plan `{}`", run.run_id, run.plan_id),
-        )
-        .with_help("start a new run instead"));
-    };
-    Ok((plan.selection.spec, Continuation::Resume(run)))
-}
-
-/// `run --retry-failed <run>`: a selection of the finished run's failed, blocked and cancelled
-/// models and the models of its tests that did not pass (their tests re-verify); the planner
-/// adds the dependencies they still need.
-async fn retry_failed(
-    store: &dyn StateStore,
-    prefix: &str,
-) -> Result<(SelectorSpec, Continuation), Diagnostic> {
-    let run = super::state::find_run(store, prefix).await?;
-    if matches!(run.status.as_str(), "running" | "interrupted") {
-        return Err(Diagnostic::error(
-            codes::RUN_NOT_CONTINUABLE,
-            format!("run `{}` has not finished", run.run_id),
-        )
-        .with_help(format!(
-            "an interrupted run is continued under its own id: `phlo-transform run --resume {}`",
-            run.run_id
-        )));
-    }
-    let plan: Option<Plan> = store
-        .load_plan(&run.plan_id)
-        .await
-        .map_err(unavailable)?
-        .and_then(|v| serde_json::from_value(v).ok());
-    let nodes = store.run_nodes(&run.run_id).await.map_err(unavailable)?;
-    let unfinished = |s: &str| matches!(s, "failed" | "blocked" | "cancelled" | "error");
-    let mut include = BTreeSet::new();
-    for n in nodes.iter().filter(|n| unfinished(&n.status)) {
-        if n.kind == "model" {
-            include.insert(n.node.clone());
-        } else if let Some(test) = plan
-            .as_ref()
-            .and_then(|p| p.tests.iter().find(|t| t.name == n.node))
-        {
-            include.extend(test.targets.iter().cloned());
-        }
-    }
-    if include.is_empty() {
-        return Err(Diagnostic::error(
-            codes::RUN_NOT_CONTINUABLE,
-            format!(
-                "run `{}` has no failed, blocked or cancelled work",
-                run.run_id
-            ),
-        )
-        .with_help("nothing to retry; `phlo-transform run` plans what changed since"));
-    }
-    let spec = SelectorSpec {
-        include: include.into_iter().collect(),
-        ..SelectorSpec::default()
-    };
-    Ok((spec, Continuation::RetryFailed(run.run_id)))
 }
 
 /// Executes `plan` with the run's event consumers: the progress display (text mode),

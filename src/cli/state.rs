@@ -118,53 +118,8 @@ async fn runs(paths: &Paths, store: &dyn StateStore, limit: i64) -> Result<RunsR
 }
 
 /// How many candidates an ambiguous prefix lists.
-const CANDIDATES: i64 = 10;
-
-/// The one run whose id is `prefix` or starts with it: Y003 when none, Y004 when several.
-pub(super) async fn find_run(
-    store: &dyn StateStore,
-    prefix: &str,
-) -> Result<RunRecord, Diagnostic> {
-    let found = store
-        .runs_with_prefix(prefix, CANDIDATES + 1)
-        .await
-        .map_err(unavailable)?;
-    let run = match found.as_slice() {
-        [] => {
-            let recent = store.runs(5).await.map_err(unavailable)?;
-            let mut d = Diagnostic::error(codes::UNKNOWN_RUN, format!("no run `{prefix}`"))
-                .with_help("`phlo-transform state runs` lists the recorded runs");
-            for r in recent {
-                d = d.with_note(format!("recent run: {}", candidate(&r)));
-            }
-            return Err(d);
-        }
-        [one] => one.clone(),
-        many => {
-            let mut d = Diagnostic::error(
-                codes::AMBIGUOUS_RUN,
-                format!(
-                    "`{prefix}` is the prefix of {}{} runs",
-                    if many.len() as i64 > CANDIDATES {
-                        "more than "
-                    } else {
-                        ""
-                    },
-                    many.len().min(CANDIDATES as usize)
-                ),
-            )
-            .with_help("give more characters of the run id (candidates above, newest first)");
-            for r in many.iter().take(CANDIDATES as usize) {
-                d = d.with_note(candidate(r));
-            }
-            return Err(d);
-        }
-    };
-    Ok(run)
-}
-
 async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunReport, Diagnostic> {
-    let run = find_run(store, prefix).await?;
+    let run = phlo_transform_exec::continuation::find_run(store, prefix).await?;
     let nodes = store.run_nodes(&run.run_id).await.map_err(unavailable)?;
     let attempts = store.run_attempts(&run.run_id).await.map_err(unavailable)?;
     let (tests, models) = nodes.into_iter().partition(|n| n.kind == "test");
@@ -174,10 +129,6 @@ async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunReport, Diagnos
         tests,
         attempts,
     })
-}
-
-fn candidate(r: &RunRecord) -> String {
-    format!("{}  {}  {} {}", r.run_id, r.started_at, r.command, r.status)
 }
 
 async fn model_report(

@@ -5,6 +5,7 @@
 //! ends the run with an error. `run --resume` continues an interrupted run under its own id.
 
 mod cancel;
+pub mod continuation;
 pub mod diff;
 mod events;
 mod failure;

@@ -304,6 +304,34 @@ pub fn plan(
     })
 }
 
+/// `run --full-refresh`: every selected incremental model is rebuilt in full, changed or not.
+pub fn with_full_refresh(mut p: Plan) -> Plan {
+    for m in &mut p.models {
+        let selected = matches!(m.membership, Membership::Selected | Membership::Expanded);
+        if !selected || m.materialization != Materialization::Incremental {
+            continue;
+        }
+        if m.decision == Decision::Skip {
+            m.decision = Decision::Build;
+            m.reasons.clear();
+            p.summary.skip -= 1;
+            p.summary.build += 1;
+        }
+        if m.decision == Decision::Build {
+            m.full_rebuild = true;
+            m.reasons.insert(
+                0,
+                Reason::new(
+                    ReasonKind::Forced,
+                    "full refresh requested (--full-refresh)",
+                    None,
+                ),
+            );
+        }
+    }
+    p
+}
+
 /// Adjusts the state decision of a model to how it belongs to the selection: `--force`
 /// rebuilds unchanged selected models; dependencies are built only when missing.
 fn for_membership(
