@@ -5,10 +5,9 @@ use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
-use phlo_transform_plan::{Decision, Plan, PlanInputs, SelectorSpec};
-use phlo_transform_state::{MaterializedVersion, StateStore};
+use phlo_transform_plan::{Decision, Plan, SelectorSpec};
 use serde_json::json;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
@@ -194,7 +193,14 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
                 Ok(s) => s,
                 Err(d) => return fatal(d, json),
             };
-            match state_view(c, engine.as_ref(), store.as_ref()).await {
+            match phlo_transform_exec::planning::state_view(
+                c,
+                engine.as_ref(),
+                store.as_ref(),
+                LOCAL_ENVIRONMENT,
+            )
+            .await
+            {
                 Ok(v) => Some((v, engine)),
                 Err(d) => return fatal(d, json),
             }
@@ -583,131 +589,6 @@ fn print_model_sql(c: &Compilation, i: usize, engine: &dyn Adapter, json: bool) 
     }
 }
 
-/// The recorded state of the environment and the relations that exist, as the planner reads
-/// them.
-struct StateView {
-    materialized: HashMap<String, MaterializedVersion>,
-    existing: HashSet<String>,
-    /// Strategy labels of the existing incremental tables, by model id.
-    strategies: HashMap<String, String>,
-    /// Freshness of the sources with a requirement.
-    freshness: Vec<phlo_transform_plan::SourceFreshness>,
-}
-
-impl StateView {
-    fn inputs<'a>(
-        &'a self,
-        engine: &'a dyn Adapter,
-        relation_of: &'a dyn Fn(usize) -> String,
-    ) -> PlanInputs<'a> {
-        PlanInputs {
-            environment: LOCAL_ENVIRONMENT,
-            adapter: engine.name(),
-            materialized: &self.materialized,
-            existing_relations: &self.existing,
-            relation_of,
-            built_strategies: &self.strategies,
-            freshness: &self.freshness,
-        }
-    }
-
-    /// The state-derived `changed` set.
-    fn changed(&self, c: &Compilation, engine: &dyn Adapter) -> BTreeSet<usize> {
-        let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
-        phlo_transform_plan::changed_models(c, &self.inputs(engine, &relation_of))
-    }
-}
-
-async fn state_view(
-    c: &Compilation,
-    engine: &dyn Adapter,
-    store: &dyn StateStore,
-) -> Result<StateView, Diagnostic> {
-    let materialized = store
-        .materializations(LOCAL_ENVIRONMENT)
-        .await
-        .map_err(|e| {
-            Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(
-                "the state database may be damaged; `phlo-transform clean --all` resets it",
-            )
-        })?;
-    let unavailable = |e: phlo_transform_adapter::AdapterError| {
-        Diagnostic::error(e.code, e.message)
-            .with_help("check the adapter's configuration ([adapter] in phlo.toml) and that the warehouse is reachable")
-    };
-    let relations: Vec<_> = c
-        .models
-        .iter()
-        .map(|m| engine.model_relation(m.name.as_str()))
-        .collect();
-    let found = engine
-        .introspect_relations(&relations)
-        .await
-        .map_err(unavailable)?;
-    let mut existing = HashSet::new();
-    let mut strategies = HashMap::new();
-    for ((m, relation), info) in c.models.iter().zip(&relations).zip(found) {
-        use phlo_transform_adapter::RelationKind;
-        use phlo_transform_project::Materialization;
-        // A relation of the other kind (a view where a table is wanted) is missing.
-        let recorded_strategy = info.as_ref().and_then(|i| i.strategy.clone());
-        let exists = match (m.materialization, info.map(|i| i.kind)) {
-            (Materialization::Ephemeral, _) => true,
-            (Materialization::View, Some(kind)) => kind == RelationKind::View,
-            (_, Some(kind)) => kind == RelationKind::Table,
-            (_, None) => false,
-        };
-        if !exists {
-            continue;
-        }
-        existing.insert(m.id.clone());
-        if m.materialization == phlo_transform_project::Materialization::Incremental {
-            let label = match recorded_strategy {
-                Some(label) => Some(label),
-                None => engine.built_strategy(relation).await.map_err(unavailable)?,
-            };
-            if let Some(label) = label {
-                strategies.insert(m.id.clone(), label);
-            }
-        }
-    }
-    let now = chrono::Utc::now();
-    let mut freshness = Vec::new();
-    for source in &c.workspace.sources {
-        let Some(f) = &source.freshness else {
-            continue;
-        };
-        let latest = engine
-            .source_state(source, Some(&f.timestamp_column))
-            .await
-            .map(|s| s.latest_timestamp)
-            .map_err(|e| e.message);
-        freshness.extend(phlo_transform_plan::evaluate_freshness(source, latest, now));
-    }
-    Ok(StateView {
-        materialized,
-        existing,
-        strategies,
-        freshness,
-    })
-}
-
-/// Selects with `spec` and plans the selection against the recorded state and the relations
-/// the engine sees.
-pub(super) async fn make_plan(
-    c: &Compilation,
-    engine: &dyn Adapter,
-    store: &dyn StateStore,
-    spec: &SelectorSpec,
-) -> Result<Plan, Vec<Diagnostic>> {
-    let view = state_view(c, engine, store).await.map_err(|d| vec![d])?;
-    let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
-    let inputs = view.inputs(engine, &relation_of);
-    let changed = || phlo_transform_plan::changed_models(c, &inputs);
-    let selection = phlo_transform_plan::select(c, spec, &changed)?;
-    phlo_transform_plan::plan(c, &inputs, &selection).map_err(|d| vec![d])
-}
-
 pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,
@@ -728,7 +609,15 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Ok((engine, _)) => engine,
         Err(d) => return fatal(d, json),
     };
-    let p = match make_plan(c, engine.as_ref(), store.as_ref(), spec).await {
+    let p = match phlo_transform_exec::planning::make_plan(
+        c,
+        LOCAL_ENVIRONMENT,
+        engine.as_ref(),
+        store.as_ref(),
+        spec,
+    )
+    .await
+    {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
     };
@@ -810,7 +699,14 @@ pub async fn run(
         let planned = match open_state(paths).await {
             Ok(store) => {
                 let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
-                make_plan(c, &engine, store.as_ref(), spec).await
+                phlo_transform_exec::planning::make_plan(
+                    c,
+                    LOCAL_ENVIRONMENT,
+                    &engine,
+                    store.as_ref(),
+                    spec,
+                )
+                .await
             }
             Err(d) => Err(vec![d]),
         };
@@ -991,9 +887,15 @@ async fn execute_plan_leased(
     if !json {
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
-    let p = match make_plan(c, engine.as_ref(), store.as_ref(), spec)
-        .await
-        .and_then(|p| adjust(p).map_err(|d| vec![d]))
+    let p = match phlo_transform_exec::planning::make_plan(
+        c,
+        LOCAL_ENVIRONMENT,
+        engine.as_ref(),
+        store.as_ref(),
+        spec,
+    )
+    .await
+    .and_then(|p| adjust(p).map_err(|d| vec![d]))
     {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),

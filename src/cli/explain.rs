@@ -10,7 +10,7 @@ use phlo_transform_project::Materialization;
 use phlo_transform_state::MaterializedVersion;
 use serde::Serialize;
 
-use super::commands::{fatal, fatal_all, make_plan, resolve_model};
+use super::commands::{fatal, fatal_all, resolve_model};
 use super::{
     compile, open_state_read_only, render, Paths, EXIT_ERRORS, EXIT_OK, LOCAL_ENVIRONMENT,
 };
@@ -68,7 +68,15 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         include: vec![format!("+{}", m.name)],
         ..SelectorSpec::default()
     };
-    let plan = match make_plan(c, engine.as_ref(), store.as_ref(), &spec).await {
+    let plan = match phlo_transform_exec::planning::make_plan(
+        c,
+        LOCAL_ENVIRONMENT,
+        engine.as_ref(),
+        store.as_ref(),
+        &spec,
+    )
+    .await
+    {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
     };

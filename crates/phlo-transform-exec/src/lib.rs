@@ -10,6 +10,7 @@ pub mod diff;
 mod events;
 mod failure;
 pub mod lease;
+pub mod planning;
 mod recorder;
 mod report;
 mod scheduler;
