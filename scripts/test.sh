@@ -4,7 +4,9 @@
 # suite; on a prepared machine every install step finds its work done and costs a second.
 #
 #   scripts/test.sh                 # set up, then cargo test --workspace --lib --bins --tests
+#                                   #   --features duckdb (the DuckDB adapter's tests included)
 #   scripts/test.sh -p <crate> ...  # set up, then cargo test --locked --no-fail-fast <args>
+#                                   #   (add --features duckdb where the selection has it)
 #   scripts/test.sh --setup-only    # set up only
 #
 # Cargo runs with --no-fail-fast: a failing test binary does not stop the others, so one run
@@ -144,7 +146,7 @@ setup_step() {
     bash "$@" || die "$1 failed"
 }
 # >>> engine and service setup steps (add yours here) >>>
-# setup_step scripts/duckdb.sh      # prebuilt libduckdb for the DuckDB adapter (adapters)
+setup_step scripts/duckdb.sh        # prebuilt libduckdb for the DuckDB adapter (adapters)
 setup_step scripts/services.sh up # Trino + Nessie for tests/trino*.rs (trino)
 # <<< engine and service setup steps <<<
 while IFS= read -r line; do
@@ -162,6 +164,9 @@ fi
 log "$(rustc --version), $(cargo --version)"
 log "$(python3 --version), target dir $CARGO_TARGET_DIR"
 if [ "$#" -eq 0 ]; then
-    set -- --workspace --lib --bins --tests
+    # The DuckDB adapter links the libduckdb scripts/duckdb.sh handed over (DUCKDB_LIB_DIR to
+    # build, LD_LIBRARY_PATH to run); the feature adds only DuckDB's own crates to the build
+    # (tests/build_features.rs), so this one build also serves a plain `cargo run`'s dependencies.
+    set -- --workspace --lib --bins --tests --features duckdb
 fi
 exec cargo test --locked --no-fail-fast "$@"
