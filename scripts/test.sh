@@ -145,6 +145,12 @@ setup_step() {
     log "setup: $1"
     bash "$@" || die "$1 failed"
 }
+# scripts/duckdb.sh fetches libduckdb with npm once; a machine without npm and without the
+# cached library gets Debian's npm first.
+if ! command -v npm >/dev/null 2>&1 && ! ls "$HOME"/.cache/phlo-transform/duckdb/*/libduckdb.so >/dev/null 2>&1; then
+    log "installing npm (scripts/duckdb.sh fetches libduckdb from the npm registry)"
+    apt_install npm
+fi
 # >>> engine and service setup steps (add yours here) >>>
 setup_step scripts/duckdb.sh        # prebuilt libduckdb for the DuckDB adapter (adapters)
 setup_step scripts/services.sh up # Trino + Nessie for tests/trino*.rs (trino)
