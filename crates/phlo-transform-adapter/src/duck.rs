@@ -17,14 +17,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::sqlgen::{ident, literal};
+use crate::sqlgen::{self, ident, BATCH};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
     Relation, RelationInfo, RelationKind, SourceState,
 };
-
-const STRATEGY_COMMENT: &str = "phlo.strategy=";
-const NEW_SUFFIX: &str = "__phlo_new";
 
 pub struct DuckDbEngine {
     root: Mutex<Connection>,
@@ -122,12 +119,11 @@ fn count(conn: &Connection, relation: &Relation) -> Result<u64, AdapterError> {
         .map_err(|e| failed(e, &sql))
 }
 
+/// DuckDB's default schema.
+const MAIN: &str = "main";
+
 fn schema_and_table(r: &Relation) -> (&str, &str) {
-    match r.parts.as_slice() {
-        [.., schema, table] => (schema.as_str(), table.as_str()),
-        [table] => ("main", table.as_str()),
-        [] => ("main", ""),
-    }
+    sqlgen::schema_and_table(r, MAIN)
 }
 
 /// Tables and views of the database file (temporary ones excluded), with their columns.
@@ -163,8 +159,7 @@ fn catalog(
                     RelationKind::Table
                 },
                 columns: Some(Vec::new()),
-                strategy: comment
-                    .and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_string)),
+                strategy: sqlgen::recorded_strategy(comment),
             },
         );
     }
@@ -204,51 +199,36 @@ fn catalog(
         .collect())
 }
 
+/// DuckDB binds views by name, so dropping a table keeps the views over it (no CASCADE).
 fn drop_existing(target: &Relation, existing: Option<RelationKind>) -> Option<String> {
-    match existing {
-        Some(RelationKind::Table) => Some(format!("DROP TABLE {}", target.quoted())),
-        Some(RelationKind::View) => Some(format!("DROP VIEW {}", target.quoted())),
-        None => None,
-    }
+    sqlgen::drop_existing(target, existing, false)
 }
 
 fn full_build(job: &MaterializeJob, existing: Option<RelationKind>) -> Vec<String> {
-    let target = &job.relation;
-    let (schema, table) = schema_and_table(target);
-    let new = Relation::new([schema.to_string(), format!("{table}{NEW_SUFFIX}")]);
-    let mut out = vec![
-        format!("CREATE SCHEMA IF NOT EXISTS {}", ident(schema)),
-        format!("DROP TABLE IF EXISTS {}", new.quoted()),
-        format!("CREATE TABLE {} AS {}", new.quoted(), job.query),
-    ];
-    let mut not_null: Vec<&String> = job.table.not_null.iter().collect();
-    not_null.extend(&job.table.key);
-    not_null.sort();
-    not_null.dedup();
-    for c in not_null {
-        out.push(format!(
-            "ALTER TABLE {} ALTER COLUMN {} SET NOT NULL",
-            new.quoted(),
-            ident(c)
-        ));
+    sqlgen::full_build(job, MAIN, drop_existing(&job.relation, existing))
+}
+
+fn schema_statement(relation: &Relation) -> String {
+    format!(
+        "CREATE SCHEMA IF NOT EXISTS {}",
+        ident(schema_and_table(relation).0)
+    )
+}
+
+/// Creates `relation`'s schema on its own, before the model's transaction: two models of one
+/// namespace built at once would both create it inside their transactions, and DuckDB
+/// refuses the second commit ("Catalog write-write conflict on create"). Here a conflict only
+/// means the other connection created it, which the repeated `IF NOT EXISTS` then sees.
+fn ensure_schema(conn: &Connection, relation: &Relation) -> Result<(), AdapterError> {
+    let sql = schema_statement(relation);
+    match run(conn, &sql) {
+        Err(e) if e.retryable => run(conn, &sql),
+        other => other,
     }
-    out.extend(drop_existing(target, existing));
-    out.push(format!(
-        "ALTER TABLE {} RENAME TO {}",
-        new.quoted(),
-        ident(table)
-    ));
-    out.push(format!(
-        "COMMENT ON TABLE {} IS {}",
-        target.quoted(),
-        literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
-    ));
-    out
 }
 
 fn view_statements(job: &MaterializeJob, existing: Option<RelationKind>) -> Vec<String> {
-    let (schema, _) = schema_and_table(&job.relation);
-    let mut out = vec![format!("CREATE SCHEMA IF NOT EXISTS {}", ident(schema))];
+    let mut out = Vec::new();
     if existing == Some(RelationKind::Table) {
         out.extend(drop_existing(&job.relation, existing));
     }
@@ -261,17 +241,14 @@ fn view_statements(job: &MaterializeJob, existing: Option<RelationKind>) -> Vec<
 }
 
 fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> String {
-    let query = job.query.to_string();
-    let source = match strategy {
-        IncrementalStrategy::Window { column } => {
-            crate::sqlgen::past_watermark(&query, &job.relation, column)
-        }
-        _ => query,
-    };
-    format!("CREATE OR REPLACE TEMP TABLE \"phlo_batch\" AS {source}")
+    format!(
+        "CREATE OR REPLACE TEMP TABLE {BATCH} AS {}",
+        sqlgen::batch_query(job, strategy)
+    )
 }
 
 fn build_full(conn: &Connection, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
+    ensure_schema(conn, &job.relation)?;
     let existing = catalog(conn, std::slice::from_ref(&job.relation))?
         .remove(0)
         .map(|i| i.kind);
@@ -306,28 +283,16 @@ fn incremental(
         .collect::<Result<_, _>>()
         .map_err(|e| failed(e, sql))?;
     if batch != columns {
-        let _ = run(conn, "DROP TABLE \"phlo_batch\"");
+        let _ = run(conn, &format!("DROP TABLE {BATCH}"));
         return build_full(conn, job);
     }
     let before = count(conn, &job.relation)?;
-    let statements = crate::sqlgen::incremental(
-        strategy,
-        &job.table.key,
-        &job.relation,
-        "\"phlo_batch\"",
-        &columns,
-    );
+    let statements = sqlgen::incremental(strategy, &job.table.key, &job.relation, BATCH, &columns);
     let applied = transaction(conn, &statements);
-    let _ = run(conn, "DROP TABLE \"phlo_batch\"");
+    let _ = run(conn, &format!("DROP TABLE {BATCH}"));
     applied?;
     let rows = count(conn, &job.relation)?;
-    let write = match strategy {
-        IncrementalStrategy::Key { .. } => "merge",
-        IncrementalStrategy::Partition { .. } => "replace partitions",
-        IncrementalStrategy::Window { .. } if !job.table.key.is_empty() => "merge",
-        _ if rows == before => "no change",
-        _ => "append",
-    };
+    let write = sqlgen::write_kind(strategy, !job.table.key.is_empty(), before, rows);
     Ok(MaterializeOutcome {
         rows: Some(rows),
         write: Some(write.into()),
@@ -399,6 +364,7 @@ impl Adapter for DuckDbEngine {
     ) -> Result<MaterializeOutcome, AdapterError> {
         let job = job.clone();
         self.on_connection(inflight, move |conn| {
+            ensure_schema(conn, &job.relation)?;
             let existing = catalog(conn, std::slice::from_ref(&job.relation))?
                 .remove(0)
                 .map(|i| i.kind);
@@ -474,21 +440,16 @@ impl Adapter for DuckDbEngine {
         Ok(None)
     }
 
+    /// The schema first (on its own, see `ensure_schema`), then the model's transaction.
     fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
-        Ok(match (&job.materialization, &job.table.incremental) {
+        let mut out = vec![schema_statement(&job.relation)];
+        out.extend(match (&job.materialization, &job.table.incremental) {
             (Materialization::View, _) => view_statements(job, None),
             (Materialization::Incremental, Some(s)) if *s != IncrementalStrategy::Full => {
-                let mut out = vec![batch_statement(job, s)];
-                out.extend(crate::sqlgen::incremental(
-                    s,
-                    &job.table.key,
-                    &job.relation,
-                    "\"phlo_batch\"",
-                    &job.columns,
-                ));
-                out
+                sqlgen::incremental_preview(job, s, batch_statement(job, s))
             }
             _ => full_build(job, None),
-        })
+        });
+        Ok(out)
     }
 }

@@ -9,7 +9,129 @@
 
 use phlo_transform_project::IncrementalStrategy;
 
-use crate::Relation;
+use crate::{MaterializeJob, Relation, RelationKind};
+
+/// The table comment recording a table's build strategy: `phlo.strategy=<label>`.
+pub const STRATEGY_COMMENT: &str = "phlo.strategy=";
+
+/// Suffix of the relation a table is built into before it is swapped in.
+const NEW_SUFFIX: &str = "__phlo_new";
+
+/// The temporary table an incremental write's batch is held in.
+pub const BATCH: &str = "\"phlo_batch\"";
+
+/// The strategy label a table comment records, if it records one.
+pub fn recorded_strategy(comment: Option<String>) -> Option<String> {
+    comment.and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_string))
+}
+
+/// The last two parts of `r`, schema and table (a database part before them is the
+/// connection's); a one-part relation lives in `default_schema`.
+pub fn schema_and_table<'a>(r: &'a Relation, default_schema: &'a str) -> (&'a str, &'a str) {
+    match r.parts.as_slice() {
+        [.., schema, table] => (schema.as_str(), table.as_str()),
+        [table] => (default_schema, table.as_str()),
+        [] => (default_schema, ""),
+    }
+}
+
+/// `DROP TABLE` / `DROP VIEW` of what exists at `target`, so that a new relation can take
+/// its name; with `cascade` the views on it go too (the caller re-creates them).
+pub fn drop_existing(
+    target: &Relation,
+    existing: Option<RelationKind>,
+    cascade: bool,
+) -> Option<String> {
+    let kind = match existing? {
+        RelationKind::Table => "TABLE",
+        RelationKind::View => "VIEW",
+    };
+    let cascade = if cascade { " CASCADE" } else { "" };
+    Some(format!("DROP {kind} {}{cascade}", target.quoted()))
+}
+
+/// A full build of `job`'s table, to run in one transaction: the query into
+/// `<table>__phlo_new`, NOT NULL on the key and not-null columns, `drop` (what
+/// [`drop_existing`] gave for the relation there now), the rename into place and the strategy
+/// comment. Readers see the old table or the new one, never a half-built one.
+pub fn full_build(job: &MaterializeJob, default_schema: &str, drop: Option<String>) -> Vec<String> {
+    let target = &job.relation;
+    let (schema, table) = schema_and_table(target, default_schema);
+    let new = Relation::new([schema.to_string(), format!("{table}{NEW_SUFFIX}")]);
+    let mut out = vec![
+        format!("DROP TABLE IF EXISTS {}", new.quoted()),
+        format!("CREATE TABLE {} AS {}", new.quoted(), job.query),
+    ];
+    let mut not_null: Vec<&String> = job.table.not_null.iter().collect();
+    not_null.extend(&job.table.key);
+    not_null.sort();
+    not_null.dedup();
+    for c in not_null {
+        out.push(format!(
+            "ALTER TABLE {} ALTER COLUMN {} SET NOT NULL",
+            new.quoted(),
+            ident(c)
+        ));
+    }
+    out.extend(drop);
+    out.push(format!(
+        "ALTER TABLE {} RENAME TO {}",
+        new.quoted(),
+        ident(table)
+    ));
+    out.push(format!(
+        "COMMENT ON TABLE {} IS {}",
+        target.quoted(),
+        literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
+    ));
+    out
+}
+
+/// The query an incremental write's batch holds: the model's query, for `window=` only the
+/// rows past the table's watermark.
+pub fn batch_query(job: &MaterializeJob, strategy: &IncrementalStrategy) -> String {
+    let query = job.query.to_string();
+    match strategy {
+        IncrementalStrategy::Window { column } => past_watermark(&query, &job.relation, column),
+        _ => query,
+    }
+}
+
+/// The statements `inspect --sql` shows for an incremental write against an existing table
+/// with the model's compiled columns: `batch` (the engine's statement creating [`BATCH`]),
+/// then [`incremental`].
+pub fn incremental_preview(
+    job: &MaterializeJob,
+    strategy: &IncrementalStrategy,
+    batch: String,
+) -> Vec<String> {
+    let mut out = vec![batch];
+    out.extend(incremental(
+        strategy,
+        &job.table.key,
+        &job.relation,
+        BATCH,
+        &job.columns,
+    ));
+    out
+}
+
+/// What an incremental write did, for the run report (`MaterializeOutcome::write`): `merge`,
+/// `replace partitions`, `append` or, when an append found nothing new, `no change`.
+pub fn write_kind(
+    strategy: &IncrementalStrategy,
+    keyed: bool,
+    rows_before: u64,
+    rows_after: u64,
+) -> &'static str {
+    match strategy {
+        IncrementalStrategy::Key { .. } => "merge",
+        IncrementalStrategy::Partition { .. } => "replace partitions",
+        IncrementalStrategy::Window { .. } if keyed => "merge",
+        _ if rows_after == rows_before => "no change",
+        _ => "append",
+    }
+}
 
 /// A double-quoted identifier.
 pub fn ident(name: &str) -> String {

@@ -22,17 +22,12 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::sqlgen::{ident, literal};
+use crate::sqlgen::{self, ident, BATCH};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
     Relation, RelationInfo, RelationKind, SourceState,
 };
 use errors::Statement;
-
-/// The comment prefix recording a table's build strategy.
-const STRATEGY_COMMENT: &str = "phlo.strategy=";
-/// Suffix of the relation a table is built into before the swap.
-const NEW_SUFFIX: &str = "__phlo_new";
 
 pub struct PostgresEngine {
     pool: PgPool,
@@ -138,8 +133,7 @@ impl PostgresEngine {
                             RelationKind::Table
                         },
                         columns: Some(Vec::new()),
-                        strategy: comment
-                            .and_then(|c| c.strip_prefix(STRATEGY_COMMENT).map(str::to_string)),
+                        strategy: sqlgen::recorded_strategy(comment),
                     }
                 });
                 if let (Some(name), Some(cols)) =
@@ -170,35 +164,7 @@ impl PostgresEngine {
         existing: Option<RelationKind>,
         dependents: &[(Relation, String)],
     ) -> Vec<String> {
-        let target = &job.relation;
-        let (schema, table) = schema_and_table(target);
-        let new = Relation::new([schema.to_string(), format!("{table}{NEW_SUFFIX}")]);
-        let mut out = vec![
-            format!("DROP TABLE IF EXISTS {}", new.quoted()),
-            format!("CREATE TABLE {} AS {}", new.quoted(), job.query),
-        ];
-        let mut not_null: Vec<&String> = job.table.not_null.iter().collect();
-        not_null.extend(&job.table.key);
-        not_null.sort();
-        not_null.dedup();
-        for c in not_null {
-            out.push(format!(
-                "ALTER TABLE {} ALTER COLUMN {} SET NOT NULL",
-                new.quoted(),
-                ident(c)
-            ));
-        }
-        out.extend(drop_existing(target, existing));
-        out.push(format!(
-            "ALTER TABLE {} RENAME TO {}",
-            new.quoted(),
-            ident(table)
-        ));
-        out.push(format!(
-            "COMMENT ON TABLE {} IS {}",
-            target.quoted(),
-            literal(&format!("{STRATEGY_COMMENT}{}", job.table.label()))
-        ));
+        let mut out = sqlgen::full_build(job, PUBLIC, drop_existing(&job.relation, existing));
         out.extend(recreate(dependents));
         out
     }
@@ -354,23 +320,17 @@ fn plain(e: sqlx::Error, sql: &str) -> AdapterError {
     errors::classify(e, &Statement { sql, model: None })
 }
 
-/// The last two parts: schema and table (a database part before them is the connection's).
+/// PostgreSQL's default schema.
+const PUBLIC: &str = "public";
+
 fn schema_and_table(r: &Relation) -> (&str, &str) {
-    match r.parts.as_slice() {
-        [.., schema, table] => (schema.as_str(), table.as_str()),
-        [table] => ("public", table.as_str()),
-        [] => ("public", ""),
-    }
+    sqlgen::schema_and_table(r, PUBLIC)
 }
 
-/// Drops what is at `target` so that a new table can take its name. `CASCADE` drops the
+/// Drops what is at `target` so that a new relation can take its name. `CASCADE` drops the
 /// views on it; the caller re-creates them.
 fn drop_existing(target: &Relation, existing: Option<RelationKind>) -> Option<String> {
-    match existing {
-        Some(RelationKind::Table) => Some(format!("DROP TABLE {} CASCADE", target.quoted())),
-        Some(RelationKind::View) => Some(format!("DROP VIEW {} CASCADE", target.quoted())),
-        None => None,
-    }
+    sqlgen::drop_existing(target, existing, true)
 }
 
 fn recreate(dependents: &[(Relation, String)]) -> Vec<String> {
@@ -396,17 +356,12 @@ fn view_statements(
     out
 }
 
-/// The batch of an incremental write: the model's query, or for `window=` only the rows past
-/// the table's watermark.
+/// The batch of an incremental write, dropped with the transaction.
 fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> String {
-    let query = job.query.to_string();
-    let source = match strategy {
-        IncrementalStrategy::Window { column } => {
-            crate::sqlgen::past_watermark(&query, &job.relation, column)
-        }
-        _ => query,
-    };
-    format!("CREATE TEMP TABLE \"phlo_batch\" ON COMMIT DROP AS {source}")
+    format!(
+        "CREATE TEMP TABLE {BATCH} ON COMMIT DROP AS {}",
+        sqlgen::batch_query(job, strategy)
+    )
 }
 
 #[async_trait]
@@ -534,24 +489,12 @@ impl Adapter for PostgresEngine {
             return self.build_full(job, inflight).await;
         }
         let before = self.count(&mut *tx, &job.relation).await?;
-        for sql in crate::sqlgen::incremental(
-            &strategy,
-            &job.table.key,
-            &job.relation,
-            "\"phlo_batch\"",
-            &names,
-        ) {
+        for sql in sqlgen::incremental(&strategy, &job.table.key, &job.relation, BATCH, &names) {
             run(&mut *tx, &sql, None).await?;
         }
         let rows = self.count(&mut *tx, &job.relation).await?;
         tx.commit().await.map_err(|e| plain(e, "COMMIT"))?;
-        let write = match strategy {
-            IncrementalStrategy::Key { .. } => "merge",
-            IncrementalStrategy::Partition { .. } => "replace partitions",
-            IncrementalStrategy::Window { .. } if !job.table.key.is_empty() => "merge",
-            _ if rows == before => "no change",
-            _ => "append",
-        };
+        let write = sqlgen::write_kind(&strategy, !job.table.key.is_empty(), before, rows);
         Ok(MaterializeOutcome {
             rows: Some(rows),
             write: Some(write.into()),
@@ -621,15 +564,7 @@ impl Adapter for PostgresEngine {
         out.extend(match (&job.materialization, &job.table.incremental) {
             (Materialization::View, _) => view_statements(job, None, &[]),
             (Materialization::Incremental, Some(s)) if *s != IncrementalStrategy::Full => {
-                let mut out = vec![batch_statement(job, s)];
-                out.extend(crate::sqlgen::incremental(
-                    s,
-                    &job.table.key,
-                    &job.relation,
-                    "\"phlo_batch\"",
-                    &job.columns,
-                ));
-                out
+                sqlgen::incremental_preview(job, s, batch_statement(job, s))
             }
             _ => self.full_build(job, None, &[]),
         });
