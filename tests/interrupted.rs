@@ -5,92 +5,25 @@
 //! reader (`tests/python/delta_counts.py`, needs `python3 -m pip install deltalake pyarrow`).
 
 mod common;
+#[path = "warehouse/interrupt.rs"]
+mod interrupt;
 
 use common::{run, write_file};
+use interrupt::{passed, runtime, snapshot, spawn_run, wait_for_passes, MODELS};
 use phlo_transform_state::{NodeRecord, SqliteStateStore, StateStore};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-const MODELS: usize = 50;
 const ROWS: usize = 20_000;
 
 /// Five independent chains of ten table models, `ROWS` rows each.
 fn fifty_models(root: &Path) {
-    for i in 0..MODELS {
-        let sql = if i % 10 == 0 {
-            format!("-- @table\nselect value as v, value * 2 as w from range({ROWS})\n")
-        } else {
-            format!("-- @table\nselect v + 1 as v, w from x.m{:02}\n", i - 1)
-        };
-        write_file(root, &format!("transforms/x/m{i:02}.sql"), &sql);
-    }
-}
-
-fn spawn_run(root: &Path) -> Child {
-    Command::new(common::bin())
-        .arg("-C")
-        .arg(root)
-        .args(["run", "--jobs", "2"])
-        .env_remove("PHLO_STATE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("binary runs")
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The only run's id and its model records, read from the SQLite state the binary writes.
-fn snapshot(rt: &tokio::runtime::Runtime, state: &Path) -> Option<(String, Vec<NodeRecord>)> {
-    rt.block_on(async {
-        let store = SqliteStateStore::open(state).await.ok()?;
-        let run = store.runs(1).await.ok()?.into_iter().next()?;
-        let nodes = store.run_nodes(&run.run_id).await.ok()?;
-        Some((run.run_id, nodes))
-    })
-}
-
-fn passed(nodes: &[NodeRecord]) -> usize {
-    nodes.iter().filter(|n| n.status == "passed").count()
-}
-
-/// Waits until the running binary has recorded at least `at_least` passed models.
-fn wait_for_passes(
-    rt: &tokio::runtime::Runtime,
-    child: &mut Child,
-    state: &Path,
-    at_least: usize,
-) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    // Let the binary create and migrate the database before reading it.
-    while !state.exists() {
-        assert!(Instant::now() < deadline, "the run never created its state");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    loop {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it could be interrupted"
-        );
-        assert!(Instant::now() < deadline, "no progress recorded");
-        if let Some((run_id, nodes)) = snapshot(rt, state) {
-            if passed(&nodes) >= at_least {
-                return run_id;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(15));
-    }
+    interrupt::chains(
+        root,
+        &format!("select value as v, value * 2 as w from range({ROWS})"),
+    );
 }
 
 fn table_dir(root: &Path, i: usize) -> PathBuf {
@@ -167,28 +100,8 @@ fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
         .collect();
 
     // Resume by a unique prefix of the id.
-    let resumed = run(root, &["run", "--resume", &run_id[..12], "--json"]);
-    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
-    let report = resumed.json();
-    assert_eq!(report["run_id"], run_id.as_str(), "the same run continues");
-    assert_eq!(report["status"], "passed");
-    let mut resumed_count = 0;
-    for m in report["models"].as_array().unwrap() {
-        let name = m["name"].as_str().unwrap();
-        assert_eq!(m["status"], "passed", "{name}");
-        // Verified passed work is reused; so is a model whose version the killed process
-        // recorded just before dying (at most one per slot); everything else runs.
-        if m["resumed"].as_bool().unwrap_or(false) {
-            resumed_count += 1;
-        } else {
-            assert!(!passed_before.contains_key(name), "{name} ran again");
-        }
-    }
-    assert!(
-        (passed_before.len()..=passed_before.len() + 2).contains(&resumed_count),
-        "{resumed_count} reused, {} passed before",
-        passed_before.len()
-    );
+    let names: Vec<&str> = passed_before.keys().map(String::as_str).collect();
+    interrupt::resume(root, &run_id, &names);
 
     // Every model was written exactly once for this run's generation: the ones passed before
     // the kill were not touched again, the others (including one whose commit may have landed

@@ -18,6 +18,15 @@ pub fn from_json(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// A JSON array of rows (arrays of values), as the Python readers print them.
+pub fn from_json_rows(rows: &serde_json::Value) -> Vec<Row> {
+    rows.as_array()
+        .expect("an array of rows")
+        .iter()
+        .map(|r| r.as_array().expect("a row").iter().map(from_json).collect())
+        .collect()
+}
+
 /// Parses PostgreSQL's text form of a row value (`(1,"a b",,2.50)`): fields separated by
 /// commas, double-quoted when they contain specials (`""` and `\` escape), empty = NULL.
 pub fn parse_pg_record(text: &str) -> Row {

@@ -1,0 +1,321 @@
+//! The issue-13 scenarios every SQL warehouse adapter passes, written once over a
+//! [`Warehouse`]: TPC-H as `@table` models equal to the local engine, SPEC §64 partial
+//! failure, an incremental strategy equal to a full rebuild, and kill -9 + `run --resume`.
+//! tests/postgres_adapter.rs and tests/duckdb_adapter.rs run them on the real engines and add
+//! what is particular to each.
+
+#![allow(dead_code)]
+
+use crate::common::{by_name, run, workspace, write_file, Output};
+use crate::interrupt::{runtime, snapshot, spawn_run, wait_for_passes, MODELS};
+use crate::rows::{self, Row};
+use crate::tpch_data;
+use std::path::Path;
+
+/// A real warehouse a test workspace builds into, reached by the engine's own client.
+pub trait Warehouse {
+    /// The `[adapter]` section of `phlo.toml` pointing a workspace at it.
+    fn adapter_toml(&self) -> String;
+    /// Runs one statement.
+    fn execute(&self, sql: &str);
+    /// The first column of the first row, as text.
+    fn scalar(&self, sql: &str) -> Option<String>;
+    /// The rows of each `schema.table`, in canonical form ([`rows`]).
+    fn rows(&self, tables: &[String]) -> Vec<Vec<Row>>;
+    /// A query reading the comment of column `column` of table `schema.table`.
+    fn column_comment(&self, schema: &str, table: &str, column: &str) -> String;
+}
+
+pub fn ok(out: &Output) -> serde_json::Value {
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    out.json()
+}
+
+pub fn append(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    let mut s = std::fs::read_to_string(&path).unwrap_or_default();
+    s.push_str(text);
+    std::fs::write(path, s).unwrap();
+}
+
+/// Rows of the local engine's Delta tables, read by Python `deltalake`.
+fn delta_rows(dirs: &[std::path::PathBuf]) -> Vec<Vec<Row>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/table_rows.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(dirs)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tables: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    dirs.iter()
+        .map(|d| rows::from_json_rows(&tables[d.to_str().unwrap()]["rows"]))
+        .collect()
+}
+
+/// The 22 TPC-H queries (testdata/tpch) as `@table` models on the warehouse give the local
+/// engine's rows over the same generated data; a second run skips them all. Returns the
+/// warehouse workspace for engine-specific checks.
+pub fn tpch_equals_the_local_engine(warehouse: &dyn Warehouse) -> tempfile::TempDir {
+    let tables = tpch_data::generate(200, 1500);
+    // The local engine reads the same data as Parquet files with the warehouse's types.
+    let local = workspace("tpch");
+    tpch_data::write_parquet(&tables, &local.path().join("data"));
+    let mut toml = String::from("\n[transform]\ndefault_materialization = \"table\"\n");
+    for t in &tables {
+        toml.push_str(&format!(
+            "\n[source.\"tpch.{0}\"]\nlocation = \"data/{0}.parquet\"\n",
+            t.name
+        ));
+    }
+    append(local.path(), "phlo.toml", &toml);
+    let report = ok(&run(local.path(), &["run", "--json"]));
+    assert!(
+        by_name(&report, "status").values().all(|s| s == "passed"),
+        "{report:#}"
+    );
+    let dirs: Vec<_> = (1..=22)
+        .map(|i| local.path().join(format!(".phlo/warehouse/tpch.q{i:02}")))
+        .collect();
+    let expected = delta_rows(&dirs);
+
+    // The warehouse holds the same rows in schema tpch, typed as the spec says.
+    for sql in tpch_data::sql_statements(&tables, "tpch") {
+        warehouse.execute(&sql);
+    }
+    let ws = workspace("tpch");
+    append(
+        ws.path(),
+        "phlo.toml",
+        &format!(
+            "\n[transform]\ndefault_materialization = \"table\"\n{}",
+            warehouse.adapter_toml()
+        ),
+    );
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    let statuses = by_name(&report, "status");
+    assert_eq!(statuses.len(), 22);
+    assert!(statuses.values().all(|s| s == "passed"), "{report:#}");
+
+    let names: Vec<String> = (1..=22).map(|i| format!("tpch.q{i:02}")).collect();
+    let actual = warehouse.rows(&names);
+    let mut differences = Vec::new();
+    for ((name, e), a) in names.iter().zip(&expected).zip(actual) {
+        if let Some(d) = rows::difference(e.clone(), a) {
+            differences.push(format!("{name}: {d}"));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    // The data exercises the queries: most return rows.
+    let non_empty = expected.iter().filter(|r| !r.is_empty()).count();
+    assert!(non_empty >= 18, "only {non_empty} queries returned rows");
+    let again = ok(&run(ws.path(), &["run", "--json"]));
+    assert!(by_name(&again, "status").values().all(|s| s == "skipped"));
+    ws
+}
+
+/// A → B → C and D → E (SPEC §64), B failing on the engine (a string cast to an integer).
+pub fn spec64_workspace(root: &Path, warehouse: &dyn Warehouse) {
+    write_file(root, "phlo.toml", &warehouse.adapter_toml());
+    write_file(root, "transforms/x/a.sql", "-- @table\nselect 1 as id\n");
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect cast('seven' as integer) as id from x.a\n",
+    );
+    write_file(
+        root,
+        "transforms/x/c.sql",
+        "-- @table\nselect id from x.b\n",
+    );
+    write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
+    write_file(root, "transforms/x/e.sql", "-- @view\nselect id from x.d\n");
+}
+
+/// SPEC §64 on the warehouse: B fails, C is blocked, A, D and E pass; B is not built; once B
+/// is fixed only B and C run. Returns the first run's report for engine-specific checks.
+pub fn spec64_partial_failure(root: &Path, warehouse: &dyn Warehouse) -> serde_json::Value {
+    spec64_workspace(root, warehouse);
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let report = out.json();
+    assert_eq!(
+        by_name(&report, "status"),
+        crate::common::map(&[
+            ("x.a", "passed"),
+            ("x.b", "failed"),
+            ("x.c", "blocked"),
+            ("x.d", "passed"),
+            ("x.e", "passed"),
+        ])
+    );
+    // What failed was not built; what passed holds its rows.
+    let tables = "SELECT CAST(count(*) AS VARCHAR) FROM information_schema.tables \
+                  WHERE table_schema = 'x' AND table_name LIKE 'b%'";
+    assert_eq!(warehouse.scalar(tables), Some("0".into()));
+    assert_eq!(
+        warehouse.rows(&["x.e".into()]),
+        vec![vec![vec![Some("2".to_string())]]]
+    );
+    // Fixing B builds B and C only.
+    write_file(
+        root,
+        "transforms/x/b.sql",
+        "-- @table\nselect id + 1 as id from x.a\n",
+    );
+    let fixed = ok(&run(root, &["run", "--json"]));
+    let s = by_name(&fixed, "status");
+    assert_eq!((s["x.b"].as_str(), s["x.c"].as_str()), ("passed", "passed"));
+    assert_eq!(
+        (s["x.a"].as_str(), s["x.d"].as_str(), s["x.e"].as_str()),
+        ("skipped", "skipped", "skipped")
+    );
+    assert_eq!(
+        warehouse.rows(&["x.c".into()]),
+        vec![vec![vec![Some("2".to_string())]]]
+    );
+    report
+}
+
+/// An incremental strategy and the source rows that arrive after the first build: a late row
+/// of an existing day for append and partition; new keys (one on an existing day) for key;
+/// only rows past the watermark for window (a late row is by design not picked up by it).
+pub type IncrementalCase = (&'static str, &'static str);
+pub const INCREMENTAL: [IncrementalCase; 4] = [
+    (
+        "-- @incremental append",
+        "(4, '2024-01-03', 4.00), (2, '2024-01-02', 2.50)",
+    ),
+    (
+        "-- @incremental key=id",
+        "(4, '2024-01-03', 4.00), (5, '2024-01-02', 2.50)",
+    ),
+    (
+        "-- @incremental partition=day",
+        "(4, '2024-01-03', 4.00), (2, '2024-01-02', 2.50)",
+    ),
+    (
+        "-- @incremental window=day",
+        "(4, '2024-01-03', 4.00), (5, '2024-01-04', 2.50)",
+    ),
+];
+
+/// An incremental model over `raw.events`, then the case's new source rows and a changed
+/// query: the incremental write (not a full one) leaves the rows a `--full-refresh` gives.
+pub fn incremental_equals_full(root: &Path, warehouse: &dyn Warehouse, case: IncrementalCase) {
+    let (directive, more) = case;
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute("CREATE TABLE raw.events (id bigint, day date, amount decimal(10,2))");
+    warehouse.execute(
+        "INSERT INTO raw.events VALUES (1, '2024-01-01', 1.50), (2, '2024-01-02', 2.00), \
+         (3, '2024-01-02', NULL)",
+    );
+    write_file(
+        root,
+        "phlo.toml",
+        &format!(
+            "[source.\"raw.events\".columns]\nid = \"bigint\"\nday = \"date\"\n\
+             amount = \"decimal(10,2)\"\n{}",
+            warehouse.adapter_toml()
+        ),
+    );
+    let model = |extra: &str| {
+        format!("{directive}\nselect id, day, amount * 2{extra} as doubled from raw.events\n")
+    };
+    write_file(root, "transforms/m/inc.sql", &model(""));
+    ok(&run(root, &["run", "--json"]));
+    warehouse.execute(&format!("INSERT INTO raw.events VALUES {more}"));
+    // The model changes (not its strategy): it builds incrementally over the new rows.
+    write_file(root, "transforms/m/inc.sql", &model(" + 0"));
+    let report = ok(&run(root, &["run", "--json"]));
+    assert_ne!(
+        report["models"][0]["write"], "full",
+        "{directive}: {report:#}"
+    );
+    let incremental = warehouse.rows(&["m.inc".into()]).remove(0);
+    let full = ok(&run(root, &["run", "--json", "--full-refresh"]));
+    assert_eq!(full["models"][0]["write"], "full", "{full:#}");
+    let rebuilt = warehouse.rows(&["m.inc".into()]).remove(0);
+    assert_eq!(rows::difference(incremental, rebuilt), None, "{directive}");
+}
+
+const KILLED_ROWS: usize = 50_000;
+
+/// SPEC §65a on a warehouse: five chains of ten `@table` models over a source table in the
+/// warehouse, killed with SIGKILL once ten passed, then `run --resume`. The resumed run is the
+/// same run and passes; no model that passed before the kill is built again (a column comment
+/// set on its table after the kill survives; a rebuild creates the table anew); every other
+/// model is built, every table holds all its rows, and no half-built `…__phlo_new` relation is
+/// left.
+pub fn killed_run_resumes(root: &Path, warehouse: &dyn Warehouse) {
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute(&format!(
+        "CREATE TABLE raw.numbers AS SELECT CAST(g AS BIGINT) AS v, CAST(g * 2 AS BIGINT) AS w \
+         FROM generate_series(1, {KILLED_ROWS}) AS s(g)"
+    ));
+    write_file(
+        root,
+        "phlo.toml",
+        &format!(
+            "[source.\"raw.numbers\".columns]\nv = \"bigint\"\nw = \"bigint\"\n{}",
+            warehouse.adapter_toml()
+        ),
+    );
+    crate::interrupt::chains(root, "select v, w from raw.numbers");
+    let state = root.join(".phlo/transform/state.db");
+    let rt = runtime();
+    let mut child = spawn_run(root);
+    let run_id = wait_for_passes(&rt, &mut child, &state, 10);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let (_, before) = snapshot(&rt, &state).unwrap();
+    let passed_before: Vec<String> = before
+        .iter()
+        .filter(|n| n.status == "passed")
+        .map(|n| n.node.clone())
+        .collect();
+    assert!(
+        passed_before.len() >= 10 && passed_before.len() < MODELS,
+        "killed with {} of {MODELS} passed",
+        passed_before.len()
+    );
+    for name in &passed_before {
+        warehouse.execute(&format!(
+            "COMMENT ON COLUMN {name}.v IS 'built before the kill'"
+        ));
+    }
+
+    let names: Vec<&str> = passed_before.iter().map(String::as_str).collect();
+    crate::interrupt::resume(root, &run_id, &names);
+    for i in 0..MODELS {
+        let (name, table) = (format!("x.m{i:02}"), format!("m{i:02}"));
+        let kept = warehouse.scalar(&warehouse.column_comment("x", &table, "v"));
+        assert_eq!(
+            kept.as_deref() == Some("built before the kill"),
+            passed_before.contains(&name),
+            "{name}: column comment {kept:?}"
+        );
+        let first = 1 + i % 10;
+        assert_eq!(
+            warehouse.scalar(&format!(
+                "SELECT CAST(count(*) AS VARCHAR) || ' ' || CAST(min(v) AS VARCHAR) FROM {name}"
+            )),
+            Some(format!("{KILLED_ROWS} {first}")),
+            "{name}"
+        );
+    }
+    let half_built = "SELECT CAST(count(*) AS VARCHAR) FROM information_schema.tables \
+                      WHERE table_name LIKE '%phlo_new'";
+    assert_eq!(warehouse.scalar(half_built), Some("0".into()));
+    let again = ok(&run(root, &["run", "--json"]));
+    assert_eq!(again["counts"]["skipped"], MODELS);
+}
