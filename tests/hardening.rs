@@ -749,8 +749,26 @@ fn an_unreadable_namespace_folder_is_an_error() {
         if std::fs::hard_link(common::bin(), &bin).is_err() {
             std::fs::copy(common::bin(), &bin).unwrap();
         }
-        for p in [dir.path(), bin.as_path()] {
+        // A binary built with `--features duckdb` loads libduckdb.so from LD_LIBRARY_PATH,
+        // which is under /root as well: `nobody` gets it beside the binary.
+        let libs = dir.path().join("lib");
+        std::fs::create_dir_all(&libs).unwrap();
+        let search = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+        for lib in std::env::split_paths(&search).map(|d| d.join("libduckdb.so")) {
+            let copy = libs.join("libduckdb.so");
+            if lib.is_file() && !copy.exists() && std::fs::hard_link(&lib, &copy).is_err() {
+                std::fs::copy(&lib, &copy).unwrap();
+            }
+        }
+        for p in [dir.path(), bin.as_path(), libs.as_path()] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        if libs.join("libduckdb.so").exists() {
+            std::fs::set_permissions(
+                libs.join("libduckdb.so"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
         }
         for p in walk(&root).iter().chain(std::slice::from_ref(&root)) {
             let mut p = p.clone();
@@ -761,7 +779,8 @@ fn an_unreadable_namespace_folder_is_an_error() {
         }
         let mut cmd = std::process::Command::new("setpriv");
         cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin);
+            .arg(&bin)
+            .env("LD_LIBRARY_PATH", &libs);
         cmd
     } else {
         std::process::Command::new(common::bin())
