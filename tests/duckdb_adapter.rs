@@ -115,10 +115,46 @@ fn spec_64_partial_failure_on_duckdb() {
         .find(|m| m["name"] == "x.b")
         .unwrap();
     assert_eq!(b["error"]["category"], "sql", "{b:#}");
+    let message = b["error"]["message"].as_str().unwrap();
     assert!(
-        b["error"]["message"].as_str().unwrap().contains("seven"),
-        "DuckDB's own message: {b:#}"
+        message.contains("Could not convert string 'seven'"),
+        "{message}"
     );
+    // DuckDB's caret (under the CAST) points into the model file.
+    assert!(
+        message.contains("at transforms/x/b.sql:2:8"),
+        "the engine's position maps into the model: {message}"
+    );
+}
+
+#[test]
+fn a_database_file_another_process_holds_is_a008_with_help() {
+    let ws = tempfile::tempdir().unwrap();
+    let db = DuckDb::in_dir(ws.path());
+    write_file(ws.path(), "phlo.toml", &db.adapter_toml());
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    // This test process holds DuckDB's lock on the file while the binary tries to open it.
+    let held = Connection::open(&db.0).expect("DuckDB opens");
+    let out = run(ws.path(), &["run", "--json"]);
+    drop(held);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let report = out.json();
+    let d = &report["diagnostics"][0];
+    assert_eq!(d["code"], "A008", "{report:#}");
+    assert!(d["message"].as_str().unwrap().contains("lock"), "{d:#}");
+    assert!(
+        d["help"].as_str().unwrap().contains("no other process"),
+        "{d:#}"
+    );
+    // Nothing was built or recorded; once the file is free the run builds the model.
+    let state = run(ws.path(), &["state", "runs", "--json"]);
+    assert!(!state.stdout.contains("x.a"), "{}", state.stdout);
+    let report = scenarios::ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(report["models"][0]["status"], "passed");
 }
 
 #[test]

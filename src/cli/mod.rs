@@ -342,7 +342,9 @@ pub async fn open_engine(
         .await
         .map_err(|e| {
             let help = match e.code {
-                codes::ADAPTER_UNAVAILABLE => "check that the server is running and reachable at that address, that the database exists and that password_env names the right variable",
+                codes::ADAPTER_UNAVAILABLE => {
+                    phlo_transform_adapter::unavailable_help(target.kind())
+                }
                 _ => "check the adapter's settings in phlo.toml ([adapter] / [adapters.<name>])",
             };
             Diagnostic::error(e.code, e.message).with_help(help)

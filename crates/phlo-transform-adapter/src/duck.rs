@@ -31,7 +31,21 @@ pub struct DuckDbEngine {
 }
 
 fn failed(e: duckdb::Error, sql: &str) -> AdapterError {
-    let message = e.to_string();
+    located(e, sql, None)
+}
+
+/// `e` from running `sql`, classified by DuckDB's message (it has no error codes). When `sql`
+/// carries `job`'s query, the position DuckDB shows (`LINE n:` and a caret) is mapped into the
+/// model file, as PostgreSQL's is.
+fn located(e: duckdb::Error, sql: &str, job: Option<&MaterializeJob>) -> AdapterError {
+    let mut message = e.to_string();
+    if let Some(job) = job {
+        let at = crate::position::duckdb_position(&message, sql)
+            .and_then(|at| crate::position::map_back(sql, at, &job.text));
+        if let Some((line, column)) = at {
+            message.push_str(&format!(" at {}:{line}:{column}", job.path));
+        }
+    }
     let code = if message.contains("Interrupted") {
         codes::QUERY_CANCELLED
     } else if message.contains("Catalog Error") && message.contains("does not exist") {
@@ -97,14 +111,23 @@ impl DuckDbEngine {
 }
 
 fn run(conn: &Connection, sql: &str) -> Result<(), AdapterError> {
-    conn.execute_batch(sql).map_err(|e| failed(e, sql))
+    execute(conn, sql, None)
 }
 
-/// Runs `statements` in one transaction.
-fn transaction(conn: &Connection, statements: &[String]) -> Result<(), AdapterError> {
+/// Runs `sql`, which carries `job`'s query when given (for the error position).
+fn execute(conn: &Connection, sql: &str, job: Option<&MaterializeJob>) -> Result<(), AdapterError> {
+    conn.execute_batch(sql).map_err(|e| located(e, sql, job))
+}
+
+/// Runs `statements` in one transaction; `job` when they carry its query.
+fn transaction(
+    conn: &Connection,
+    statements: &[String],
+    job: Option<&MaterializeJob>,
+) -> Result<(), AdapterError> {
     run(conn, "BEGIN TRANSACTION")?;
     for sql in statements {
-        if let Err(e) = run(conn, sql) {
+        if let Err(e) = execute(conn, sql, job) {
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
@@ -252,7 +275,7 @@ fn build_full(conn: &Connection, job: &MaterializeJob) -> Result<MaterializeOutc
     let existing = catalog(conn, std::slice::from_ref(&job.relation))?
         .remove(0)
         .map(|i| i.kind);
-    transaction(conn, &full_build(job, existing))?;
+    transaction(conn, &full_build(job, existing), Some(job))?;
     Ok(MaterializeOutcome {
         rows: Some(count(conn, &job.relation)?),
         write: Some("full".into()),
@@ -274,7 +297,7 @@ fn incremental(
         }) if label == job.table.label() => columns.into_iter().map(|c| c.name).collect(),
         _ => return build_full(conn, job),
     };
-    run(conn, &batch_statement(job, strategy))?;
+    execute(conn, &batch_statement(job, strategy), Some(job))?;
     let sql = "SELECT column_name FROM duckdb_columns() WHERE database_name = 'temp' AND table_name = 'phlo_batch' ORDER BY column_index";
     let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
     let batch: Vec<String> = stmt
@@ -288,7 +311,7 @@ fn incremental(
     }
     let before = count(conn, &job.relation)?;
     let statements = sqlgen::incremental(strategy, &job.table.key, &job.relation, BATCH, &columns);
-    let applied = transaction(conn, &statements);
+    let applied = transaction(conn, &statements, None);
     let _ = run(conn, &format!("DROP TABLE {BATCH}"));
     applied?;
     let rows = count(conn, &job.relation)?;
@@ -368,7 +391,7 @@ impl Adapter for DuckDbEngine {
             let existing = catalog(conn, std::slice::from_ref(&job.relation))?
                 .remove(0)
                 .map(|i| i.kind);
-            transaction(conn, &view_statements(&job, existing))?;
+            transaction(conn, &view_statements(&job, existing), Some(&job))?;
             Ok(MaterializeOutcome::default())
         })
         .await

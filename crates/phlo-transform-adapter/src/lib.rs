@@ -62,7 +62,7 @@ pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
 pub use postgres::PostgresEngine;
 pub use relation::{ColumnInfo, Relation, RelationInfo, RelationKind};
-pub use targets::{open, Purpose};
+pub use targets::{open, unavailable_help, Purpose};
 
 /// What the adapter knows about a source when asked (SPEC §12 step 6, §34).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -34,6 +34,46 @@ pub fn map_back(sent: &str, position: usize, model_text: &str) -> Option<(usize,
     find_word(model_text, &token)
 }
 
+/// DuckDB's error context as a 1-based character position in `sent`. DuckDB reports no offset,
+/// but ends an error message with the line of the statement it fails at and a caret under the
+/// failing part:
+///
+/// ```text
+/// Conversion Error: Could not convert string 'seven' to INT32
+///
+/// LINE 1: CREATE TABLE "x"."b" AS SELECT CAST('seven' AS INTEGER) AS id FROM …
+///                                        ^
+/// ```
+///
+/// A long line is shown as an excerpt between `...`; the excerpt is looked up in that line of
+/// `sent`.
+pub fn duckdb_position(message: &str, sent: &str) -> Option<usize> {
+    let lines: Vec<&str> = message.lines().collect();
+    let at = lines.iter().rposition(|l| l.starts_with("LINE "))?;
+    let (head, shown) = lines[at].split_once(": ")?;
+    let line_no: usize = head["LINE ".len()..].parse().ok()?;
+    let caret = lines.get(at + 1)?.find('^')?;
+    // Characters of the shown excerpt before the caret ("LINE n: " is ASCII).
+    let mut before = caret.checked_sub(head.len() + 2)?;
+    let excerpt = match shown.strip_prefix("...") {
+        Some(rest) => {
+            before = before.checked_sub(3)?;
+            rest
+        }
+        None => shown,
+    };
+    let excerpt = excerpt.strip_suffix("...").unwrap_or(excerpt);
+    let line = sent.lines().nth(line_no.checked_sub(1)?)?;
+    let start = line.find(excerpt)?;
+    let column = line[..start].chars().count() + before;
+    let earlier: usize = sent
+        .lines()
+        .take(line_no - 1)
+        .map(|l| l.chars().count() + 1)
+        .sum();
+    Some(earlier + column + 1)
+}
+
 /// The first occurrence of `token` in `text` (case-insensitive), skipping `--` comments.
 fn find_text(text: &str, token: &str) -> Option<(usize, usize)> {
     if token.is_empty() {
@@ -71,7 +111,39 @@ fn find_word(text: &str, token: &str) -> Option<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::map_back;
+    use super::{duckdb_position, map_back};
+
+    /// Messages as DuckDB 1.5 prints them.
+    #[test]
+    fn duckdb_s_caret_is_a_position_in_the_statement() {
+        let sent = "CREATE TABLE \"x\".\"b\" AS SELECT CAST('seven' AS INTEGER) AS id FROM \"x\".\"a\" AS \"a\"";
+        let message = format!(
+            "Conversion Error: Could not convert string 'seven' to INT32\n\nLINE 1: {sent}\n{}^",
+            " ".repeat("LINE 1: ".len() + sent.find("CAST").unwrap())
+        );
+        let at = duckdb_position(&message, sent).unwrap();
+        assert_eq!(at, sent.find("CAST").unwrap() + 1);
+        let model = "-- @table\nselect cast('seven' as integer) as id from x.a\n";
+        assert_eq!(map_back(sent, at, model), Some((2, 8)));
+
+        let sent = "SELECT\n  1 as a,\n  nosuch as b FROM (select 1) x";
+        let message = "Binder Error: Referenced column \"nosuch\" not found in FROM clause!\nCandidate bindings: \"1\"\n\nLINE 3:   nosuch as b FROM (select 1) x\n          ^^^^^^";
+        let at = duckdb_position(message, sent).unwrap();
+        assert_eq!(at, sent.find("nosuch").unwrap() + 1);
+
+        let long = format!("SELECT {} nosuch FROM t", "a, ".repeat(40));
+        let excerpt = &long[60..];
+        let message = format!(
+            "Binder Error: x\n\nLINE 1: ...{excerpt}\n{}^",
+            " ".repeat("LINE 1: ...".len() + excerpt.find("nosuch").unwrap())
+        );
+        let at = duckdb_position(&message, &long).unwrap();
+        assert_eq!(at, long.find("nosuch").unwrap() + 1);
+        assert_eq!(
+            duckdb_position("Catalog Error: no context", "SELECT 1"),
+            None
+        );
+    }
 
     #[test]
     fn the_token_at_the_engine_position_is_found_in_the_model() {

@@ -19,6 +19,20 @@ pub enum Purpose {
     Run { jobs: usize },
 }
 
+/// The help line for a target that could not be opened (A008), by adapter type.
+pub fn unavailable_help(kind: &str) -> &'static str {
+    match kind {
+        "duckdb" => {
+            "check that the database file's directory exists and is writable and that no other \
+             process (another run, the duckdb CLI) has the file open"
+        }
+        _ => {
+            "check that the server is running and reachable at that address, that the database \
+             exists and that password_env names the right variable"
+        }
+    }
+}
+
 /// Opens `target` for workspace `c` rooted at `root` (the local engine's warehouse is
 /// `root/.phlo/warehouse`). Problems that do not stop the engine from opening (a source the
 /// local engine cannot register) come back beside it; a warehouse that cannot be reached is
