@@ -202,7 +202,7 @@ pub fn incremental(
                 "SELECT DISTINCT {p} FROM ({new}) AS n UNION SELECT DISTINCT {p} FROM ({gone}) AS g",
                 p = list(parts, ""),
                 new = new_rows(batch, &t, columns),
-                gone = format!(
+                gone = format_args!(
                     "SELECT {} FROM {t} AS b WHERE NOT EXISTS (SELECT 1 FROM {batch} AS t WHERE {})",
                     list(columns, "b."),
                     same(columns, "t", "b")

@@ -89,7 +89,7 @@ impl PostgresEngine {
         let _tracked = track(&mut conn, inflight).await?;
         let mut tx = conn.begin().await.map_err(|e| plain(e, "BEGIN"))?;
         for sql in statements {
-            run(&mut *tx, sql, job).await?;
+            run(&mut tx, sql, job).await?;
         }
         tx.commit().await.map_err(|e| plain(e, "COMMIT"))
     }
@@ -102,7 +102,7 @@ impl PostgresEngine {
         Box::pin(async move {
             let (schemas, tables): (Vec<String>, Vec<String>) = relations
                 .iter()
-                .map(|r| schema_and_table(r))
+                .map(schema_and_table)
                 .map(|(s, t)| (s.to_string(), t.to_string()))
                 .unzip();
             let sql = "SELECT n.nspname, c.relname, c.relkind::text AS kind,
@@ -242,9 +242,9 @@ impl PostgresEngine {
         ensure_schema(&mut conn, &job.relation).await?;
         let mut tx = conn.begin().await.map_err(|e| plain(e, "BEGIN"))?;
         for sql in &statements {
-            run(&mut *tx, sql, Some(job)).await?;
+            run(&mut tx, sql, Some(job)).await?;
         }
-        let rows = self.count(&mut *tx, &job.relation).await?;
+        let rows = self.count(&mut tx, &job.relation).await?;
         tx.commit().await.map_err(|e| plain(e, "COMMIT"))?;
         Ok(MaterializeOutcome {
             rows: Some(rows),
@@ -473,7 +473,7 @@ impl Adapter for PostgresEngine {
             }
         };
         let mut tx = conn.begin().await.map_err(|e| plain(e, "BEGIN"))?;
-        run(&mut *tx, &batch_statement(job, &strategy), Some(job)).await?;
+        run(&mut tx, &batch_statement(job, &strategy), Some(job)).await?;
         let columns_sql = "SELECT attname::text FROM pg_attribute
                            WHERE attrelid = 'pg_temp.phlo_batch'::regclass AND attnum > 0 AND NOT attisdropped
                            ORDER BY attnum";
@@ -488,11 +488,11 @@ impl Adapter for PostgresEngine {
             drop(conn);
             return self.build_full(job, inflight).await;
         }
-        let before = self.count(&mut *tx, &job.relation).await?;
+        let before = self.count(&mut tx, &job.relation).await?;
         for sql in sqlgen::incremental(&strategy, &job.table.key, &job.relation, BATCH, &names) {
-            run(&mut *tx, &sql, None).await?;
+            run(&mut tx, &sql, None).await?;
         }
-        let rows = self.count(&mut *tx, &job.relation).await?;
+        let rows = self.count(&mut tx, &job.relation).await?;
         tx.commit().await.map_err(|e| plain(e, "COMMIT"))?;
         let write = sqlgen::write_kind(&strategy, !job.table.key.is_empty(), before, rows);
         Ok(MaterializeOutcome {
