@@ -263,7 +263,7 @@ fn bench_size(n: usize, reps: usize) -> Result<SizeResult, String> {
         let t = Instant::now();
         let c = Compilation::compile(ws, catalog, catalog_diags);
         r.compile_no_typing = t.elapsed();
-        if c.diagnostics.has_errors() || c.models.iter().any(|m| m.plan.is_some()) {
+        if c.diagnostics.has_errors() || c.models.iter().any(|m| m.plan_fingerprint.is_some()) {
             return Err("compile with analysis off should have no errors and no plans".into());
         }
         drop(c);
@@ -277,7 +277,7 @@ fn bench_size(n: usize, reps: usize) -> Result<SizeResult, String> {
         if c.diagnostics.has_errors()
             || c.models
                 .iter()
-                .any(|m| m.version.is_some() || m.plan.is_some())
+                .any(|m| m.version.is_some() || m.plan_fingerprint.is_some())
         {
             return Err(
                 "compile without a catalog should have no errors, plans or versions".into(),

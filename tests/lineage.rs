@@ -169,9 +169,9 @@ fn unknown_targets_are_coded_errors_with_suggestions() {
 }
 
 #[test]
-fn check_writes_lineage_json_and_inspect_shows_column_sources() {
+fn lineage_writes_lineage_json_and_inspect_shows_column_sources() {
     let ws = workspace("lineage");
-    assert_eq!(run(ws.path(), &["check"]).code, 0);
+    assert_eq!(run(ws.path(), &["lineage"]).code, 0);
     let doc: Value = serde_json::from_slice(
         &std::fs::read(ws.path().join(".phlo/transform/lineage.json")).unwrap(),
     )
@@ -323,4 +323,40 @@ fn impact_of_a_diff() {
     let none = run(dir, &["--json", "impact"]);
     assert_eq!(none.code, 2);
     assert_eq!(none.json()["diagnostics"][0]["code"], "L004");
+}
+
+/// Issue 17: `check` creates no lineage documents, rewrites current ones never, and keeps
+/// existing ones current when the workspace changes.
+#[test]
+fn check_writes_lineage_documents_only_when_they_exist_and_are_stale() {
+    let ws = workspace("lineage");
+    let dir = ws.path().join(".phlo/transform");
+    assert_eq!(run(ws.path(), &["check"]).code, 0);
+    assert!(dir.join("manifest.json").is_file());
+    assert!(!dir.join("lineage.json").exists());
+    assert!(!dir.join("openlineage.json").exists());
+
+    assert_eq!(run(ws.path(), &["lineage"]).code, 0);
+    let modified = |name: &str| std::fs::metadata(dir.join(name)).unwrap().modified().unwrap();
+    let (lineage, events) = (modified("lineage.json"), modified("openlineage.json"));
+    assert_eq!(run(ws.path(), &["check"]).code, 0);
+    assert_eq!(modified("lineage.json"), lineage, "a current document is not rewritten");
+    assert_eq!(modified("openlineage.json"), events);
+
+    // A new model makes both stale: `check` brings them up to date.
+    std::fs::write(
+        ws.path().join("transforms/cases/added_by_test.sql"),
+        "select id from raw.orders\n",
+    )
+    .unwrap();
+    assert_eq!(run(ws.path(), &["check"]).code, 0);
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("lineage.json")).unwrap()).unwrap();
+    assert!(doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["name"] == "cases.added_by_test"));
+    let events = std::fs::read_to_string(dir.join("openlineage.json")).unwrap();
+    assert!(events.contains("cases.added_by_test"));
 }

@@ -308,8 +308,9 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Request>>, delay: Duration) {
 // ---------------------------------------------------------------------------------------------
 // Design time
 
+/// `lineage` writes openlineage.json (since issue 17 `check` only keeps an existing one current).
 fn design_document(root: &Path) -> Vec<Value> {
-    let out = run_with(root, &["check"], &[]);
+    let out = run_with(root, &["lineage"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = load(&root.join(".phlo/transform/openlineage.json"));
     doc.as_array().expect("a bare array").clone()

@@ -2,6 +2,7 @@
 //! the exit code.
 
 use phlo_transform_adapter::{Adapter, Purpose};
+use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
@@ -55,10 +56,11 @@ pub(super) fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
 }
 
 /// Every artifact a command writes to `.phlo/transform/` (`clean` removes them all).
-const ARTIFACTS: [&str; 6] = [
+const ARTIFACTS: [&str; 7] = [
     "manifest.json",
     "lineage.json",
     "openlineage.json",
+    LINEAGE_STAMP,
     "graph.json",
     "plan.json",
     "run.json",
@@ -94,17 +96,72 @@ fn write_artifact(
     })
 }
 
-fn write_compile_artifacts(paths: &Paths, c: &Compilation) -> Result<(), Diagnostic> {
-    write_artifact(paths, "manifest.json", &c.manifest())?;
-    write_artifact(paths, "lineage.json", &c.lineage.document())?;
+/// manifest.json and graph.json, and the lineage documents when `lineage` says so (see
+/// `LineageArtifacts`). The documents are serialised on their own threads.
+fn write_compile_artifacts(
+    paths: &Paths,
+    c: &Compilation,
+    lineage: LineageArtifacts,
+) -> Result<(), Diagnostic> {
+    std::thread::scope(|s| {
+        let graph = s.spawn(|| write_artifact(paths, "graph.json", &c.graph_document()));
+        let lineage = s.spawn(|| write_lineage_artifacts(paths, c, lineage));
+        let manifest = write_artifact(paths, "manifest.json", &c.manifest());
+        let graph = graph.join().expect("artifact threads do not panic");
+        let lineage = lineage.join().expect("artifact threads do not panic");
+        manifest.and(graph).and(lineage)
+    })
+}
+
+const LINEAGE_STAMP: &str = "lineage.stamp";
+
+/// lineage.json and openlineage.json, unless they are current (their stamp matches) or
+/// `wanted` says not to create them.
+pub(super) fn write_lineage_artifacts(
+    paths: &Paths,
+    c: &Compilation,
+    wanted: LineageArtifacts,
+) -> Result<(), Diagnostic> {
     let openlineage =
         phlo_transform_openlineage::OpenLineageConfig::from_env(&c.workspace, &paths.warehouse);
-    write_artifact(
-        paths,
-        "openlineage.json",
-        &phlo_transform_openlineage::design_events(c, &openlineage),
-    )?;
-    write_artifact(paths, "graph.json", &c.graph_document())
+    let stamp = c.lineage_stamp(&format!(
+        "{}\n{}",
+        openlineage.namespace,
+        openlineage.warehouse.display()
+    ));
+    let present = ["lineage.json", "openlineage.json"].map(|n| paths.artifacts.join(n).is_file());
+    let recorded = match present {
+        [false, false] => None,
+        // Both documents and the stamp they were written with; a missing piece is stale.
+        [true, true] => Some(
+            std::fs::read_to_string(paths.artifacts.join(LINEAGE_STAMP)).unwrap_or_default(),
+        ),
+        _ => Some(String::new()),
+    };
+    if !wanted.should_write(recorded.as_deref(), &stamp) {
+        return Ok(());
+    }
+    std::thread::scope(|s| {
+        let events = s.spawn(|| {
+            write_artifact(
+                paths,
+                "openlineage.json",
+                &phlo_transform_openlineage::design_events(c, &openlineage),
+            )
+        });
+        let graph = write_artifact(paths, "lineage.json", &c.lineage().document());
+        graph.and(events.join().expect("artifact threads do not panic"))
+    })?;
+    std::fs::write(paths.artifacts.join(LINEAGE_STAMP), stamp).map_err(|e| {
+        Diagnostic::error(
+            codes::STATE_WRITE_FAILED,
+            format!("cannot write artifact {LINEAGE_STAMP}: {e}"),
+        )
+        .with_help(format!(
+            "check that {} is writable",
+            paths.artifacts.display()
+        ))
+    })
 }
 
 fn model_rows(c: &Compilation) -> Vec<serde_json::Value> {
@@ -158,7 +215,7 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    let _ = write_compile_artifacts(paths, c);
+    let _ = write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting);
     if json {
         print_check_json(c);
     } else {
@@ -321,9 +378,9 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
         .filter(|d| d.file.as_deref() == Some(m.path.as_str()))
         .collect();
     // The relation columns each output column comes from (its direct lineage inputs).
-    let column_sources = match c.lineage.resolve(m.name.as_str()) {
+    let column_sources = match c.lineage().resolve(m.name.as_str()) {
         Ok(phlo_transform_compiler::lineage::Target::Dataset(d)) => {
-            c.lineage.model_report(d).columns
+            c.lineage().model_report(d).columns
         }
         _ => Vec::new(),
     };
@@ -635,7 +692,8 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         );
     }
     let artifacts =
-        write_compile_artifacts(paths, c).and_then(|_| write_artifact(paths, "plan.json", &p));
+        write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting)
+            .and_then(|_| write_artifact(paths, "plan.json", &p));
     if let Err(d) = artifacts {
         return fatal(d, json);
     }
@@ -915,7 +973,13 @@ async fn execute_plan_leased(
             )
         }
     };
-    let artifacts = write_compile_artifacts(paths, c)
+    // A run emits the lineage documents (SPEC §71); `test` only keeps existing ones current.
+    let lineage = if command == "test" {
+        LineageArtifacts::RefreshExisting
+    } else {
+        LineageArtifacts::Wanted
+    };
+    let artifacts = write_compile_artifacts(paths, c, lineage)
         .and_then(|_| write_artifact(paths, "plan.json", &p))
         .and_then(|_| write_artifact(paths, "run.json", &report));
     if let Err(d) = artifacts {

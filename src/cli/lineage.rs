@@ -4,6 +4,7 @@ use clap::ValueEnum;
 use phlo_transform_compiler::lineage::{
     ColumnReport, Confidence, ImpactReport, LineageGraph, ModelReport, NodeKind, Reach, Target,
 };
+use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
@@ -67,7 +68,13 @@ pub async fn lineage(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let g = &c.lineage;
+    let g = c.lineage();
+    // Asking for lineage writes lineage.json and openlineage.json when they are not current.
+    if let Err(d) = super::commands::write_lineage_artifacts(paths, c, LineageArtifacts::Wanted) {
+        if !json {
+            render::diagnostics(&Diagnostics(vec![d]), None, false);
+        }
+    }
     let target = match target.map(|t| resolve(g, t, json)).transpose() {
         Ok(t) => t,
         Err(code) => return code,
@@ -143,7 +150,7 @@ pub async fn impact(paths: &Paths, target: Option<&str>, scope: &ScopeArgs, json
     };
     let mut targets = Vec::new();
     if let Some(t) = target {
-        match resolve(&c.lineage, t, json) {
+        match resolve(c.lineage(), t, json) {
             Ok(t) => targets.push(t),
             Err(code) => return code,
         }
@@ -159,7 +166,7 @@ pub async fn impact(paths: &Paths, target: Option<&str>, scope: &ScopeArgs, json
             json,
         );
     }
-    let report = c.lineage.impact_of_all(&targets);
+    let report = c.lineage().impact_of_all(&targets);
     if json {
         print_json(&report);
     } else {
@@ -183,7 +190,7 @@ fn selected_targets(
         Ok(selection) => Ok(Some(
             selection
                 .acted_on()
-                .filter_map(|i| c.lineage.resolve(c.models[i].name.as_str()).ok())
+                .filter_map(|i| c.lineage().resolve(c.models[i].name.as_str()).ok())
                 .collect(),
         )),
         Err(diags) => {
@@ -201,7 +208,7 @@ fn print_json(value: &impl serde::Serialize) {
 }
 
 fn print_overview(c: &Compilation, scope: Option<&BTreeSet<usize>>) {
-    let g = &c.lineage;
+    let g = c.lineage();
     for m in &c.models {
         let Ok(Target::Dataset(d)) = g.resolve(m.name.as_str()) else {
             continue;

@@ -1,6 +1,12 @@
 //! `manifest.json` and `graph.json` (SPEC §71–73) as serialisable documents built from a
 //! compilation. The CLI writes them; the daemon will serve the same structs.
+//!
+//! The lineage documents (`lineage.json`, `openlineage.json`) are an order of magnitude
+//! larger (hundreds of megabytes at 10,000 models), so they are written only when asked for
+//! or when stale (issue 17); [`LineageArtifacts`] decides which, from a stamp of everything
+//! they are made of.
 
+use phlo_transform_core::Fingerprint;
 use phlo_transform_project::{EffectiveConfig, SourceFormat, SourceOrigin};
 use serde::Serialize;
 
@@ -223,5 +229,99 @@ impl Compilation {
             nodes,
             edges,
         }
+    }
+}
+
+/// When the lineage documents are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineageArtifacts {
+    /// The user asked for lineage (`lineage`, `run`): write them unless they are current.
+    Wanted,
+    /// `check`, `plan`: keep documents that exist current, but create none; at 10,000 models
+    /// they would cost as much as the compile itself.
+    RefreshExisting,
+}
+
+impl LineageArtifacts {
+    /// Whether to write, given the stamp recorded with the documents on disk (`None`: there
+    /// are none) and the current one ([`Compilation::lineage_stamp`]).
+    pub fn should_write(self, recorded: Option<&str>, current: &str) -> bool {
+        match (self, recorded) {
+            (_, Some(r)) => r != current,
+            (LineageArtifacts::Wanted, None) => true,
+            (LineageArtifacts::RefreshExisting, None) => false,
+        }
+    }
+}
+
+impl Compilation {
+    /// A digest of everything the lineage documents are built from: each model's name, path,
+    /// materialization, errors, version and fingerprints (canonical SQL, configuration,
+    /// inputs, file text, plan) and schema; the sources' states and schemas; the tests; and
+    /// `context`, what the caller's documents also depend on (the OpenLineage namespace and
+    /// warehouse). Equal stamps mean equal documents, so a current document is not rewritten.
+    pub fn lineage_stamp(&self, context: &str) -> String {
+        let mut f = Fingerprint::new("phlo-transform/lineage-artifacts/1");
+        f.field("compiler", env!("CARGO_PKG_VERSION"));
+        f.field("context", context);
+        for (i, m) in self.models.iter().enumerate() {
+            f.field("model", m.name.as_str())
+                .field("path", &m.path)
+                .field("materialization", m.materialization.as_str())
+                .field("errors", if m.has_errors { "1" } else { "0" });
+            match &m.version {
+                Some(v) => {
+                    f.field("version", &v.version)
+                        .field("text", &v.fingerprints.text)
+                        .field("plan", v.fingerprints.plan.as_deref().unwrap_or(""));
+                }
+                None => {
+                    f.field("text", &self.workspace.models[i].text);
+                }
+            }
+            for d in self.dependencies(i) {
+                let (Dependency::Model(n) | Dependency::Source(n)) = d;
+                f.field("input", n);
+            }
+            match &m.schema {
+                Some(crate::ModelSchema::Known { columns, .. }) => {
+                    for c in columns {
+                        f.field("column", &c.name).field("type", &c.data_type);
+                    }
+                }
+                Some(crate::ModelSchema::Unknown { reason }) => {
+                    f.field("unknown", reason);
+                }
+                None => {
+                    f.field("untyped", "");
+                }
+            }
+        }
+        for (name, state) in &self.catalog.sources {
+            f.field("source", name).field("state", &state.state);
+            match &state.schema {
+                crate::schemas::SourceSchema::Known(schema) => {
+                    for field in schema.fields() {
+                        f.field("column", field.name())
+                            .field("type", field.data_type().to_string());
+                    }
+                }
+                crate::schemas::SourceSchema::Unknown(reason) => {
+                    f.field("unknown", reason);
+                }
+            }
+        }
+        for s in &self.workspace.sources {
+            f.field("declared", &s.name)
+                .field("description", s.description.as_deref().unwrap_or(""));
+        }
+        for t in &self.tests {
+            f.field("test", &t.name)
+                .field("kind", serde_json::to_string(&t.kind).unwrap_or_default());
+            for &i in &t.targets {
+                f.field("target", self.models[i].name.as_str());
+            }
+        }
+        f.finish()
     }
 }

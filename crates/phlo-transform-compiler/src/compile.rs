@@ -16,13 +16,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
-use crate::lineage::LineageGraph;
+use crate::lineage::{ColumnDerivations, LineageGraph};
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing::{self, ModelSchema};
-use crate::version::{plan_fingerprint, Fingerprints, ModelVersion};
-use datafusion::logical_expr::LogicalPlan;
-use std::sync::Arc;
+use crate::version::{Fingerprints, ModelVersion};
+use std::sync::OnceLock;
 
 /// A relation as written and what it resolved to (`None`: unresolved, already reported).
 #[derive(Clone, Debug)]
@@ -58,8 +57,13 @@ pub struct CompiledModel {
     pub has_errors: bool,
     /// Inferred output schema; `None` when the model (or an input) has errors.
     pub schema: Option<ModelSchema>,
-    /// The unoptimized DataFusion plan the schema comes from.
-    pub plan: Option<Arc<LogicalPlan>>,
+    /// Fingerprint of the unoptimized DataFusion plan the schema comes from (`None`: untyped).
+    /// The plan itself is dropped once typed: at 10,000 models all plans would not fit the
+    /// memory budget (issue 17), and this and `column_lineage` are all that is read from it.
+    pub plan_fingerprint: Option<String>,
+    /// The lineage of each output column, read off the plan while it was alive; `None` when
+    /// the model is untyped.
+    pub column_lineage: Option<Vec<ColumnDerivations>>,
 }
 
 /// The immutable result of compiling a workspace.
@@ -74,8 +78,9 @@ pub struct Compilation {
     pub tests: Vec<CompiledTest>,
     /// Declared contracts by model index.
     pub contracts: BTreeMap<usize, Contract>,
-    /// Column-level lineage of the whole workspace.
-    pub lineage: LineageGraph,
+    /// Column-level lineage of the whole workspace, indexed on first use (`lineage()`): a
+    /// `check` never needs it, and at 10,000 models it is hundreds of thousands of nodes.
+    lineage: OnceLock<LineageGraph>,
     /// The target dialect (`[transform] dialect`; `datafusion` by default).
     pub dialect: crate::dialect::Dialect,
     pub diagnostics: Diagnostics,
@@ -153,7 +158,7 @@ impl Compilation {
         );
         diagnostics.sort();
         drop(resolver);
-        let mut compilation = Compilation {
+        Compilation {
             workspace,
             catalog,
             models,
@@ -161,12 +166,16 @@ impl Compilation {
             order,
             tests,
             contracts,
-            lineage: LineageGraph::default(),
+            lineage: OnceLock::new(),
             dialect,
             diagnostics,
-        };
-        compilation.lineage = LineageGraph::build(&compilation);
-        compilation
+        }
+    }
+
+    /// The workspace's column-level lineage graph, built on first use from the per-model
+    /// column lineage typing recorded.
+    pub fn lineage(&self) -> &LineageGraph {
+        self.lineage.get_or_init(|| LineageGraph::build(self))
     }
 
     pub fn model_index(&self, name: &str) -> Option<usize> {
@@ -308,7 +317,8 @@ fn compile_model(
         version: None,
         has_errors: false,
         schema: None,
-        plan: None,
+        plan_fingerprint: None,
+        column_lineage: None,
     };
     let text = if template::needs_rendering(&file.text) {
         match template::render(&file.text, &file.path, &ws.config.vars) {
@@ -435,10 +445,7 @@ fn compute_versions(
             });
             let fingerprints = Fingerprints {
                 text: phlo_transform_core::hash::sha256_hex(&ws.models[i].text),
-                plan: m
-                    .plan
-                    .as_ref()
-                    .map(|p| plan_fingerprint(&p.display_indent_schema().to_string())),
+                plan: m.plan_fingerprint.clone(),
             };
             Some((canonical, fingerprints))
         });

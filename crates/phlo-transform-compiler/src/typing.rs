@@ -13,7 +13,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
 use datafusion::datasource::empty::EmptyTable;
 use datafusion::execution::context::SessionContext;
-use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
@@ -29,6 +28,8 @@ use crate::compile::{typing_query, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::relax;
+use crate::lineage::{column_lineage, ColumnDerivations};
+use crate::version::plan_fingerprint;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
@@ -147,6 +148,12 @@ pub(crate) fn infer(
     // `relax`), and the models typed against them: their schemas are registered for their
     // readers, but they keep no schema of their own.
     let mut relaxed = HashSet::new();
+    // Scanned names that are datasets, for column lineage (anything else is a CTE work table).
+    let datasets: HashSet<String> = models
+        .iter()
+        .map(|m| m.name.to_string())
+        .chain(catalog.sources.keys().cloned())
+        .collect();
     // Models of one topological level only read earlier levels: plan each level in parallel,
     // then register its schemas for the next.
     for level in levels(models, order) {
@@ -187,7 +194,7 @@ pub(crate) fn infer(
                 work.push((i, query));
             }
         }
-        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, work) {
+        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, work, &datasets) {
             if against_relaxed.contains(&i) {
                 if typed_against_relaxed(i, planned, models, &ctx, diagnostics) {
                     relaxed.insert(i);
@@ -262,8 +269,7 @@ fn typed_against_relaxed(
 ) -> bool {
     match planned {
         Planned::Typed(typed) => {
-            let arrow: SchemaRef = Arc::new(typed.analysed.schema().as_arrow().clone());
-            register(ctx, models[i].name.as_str(), arrow);
+            register(ctx, models[i].name.as_str(), typed.schema);
             true
         }
         Planned::Unplannable(e) => match relax::unknown_column(&e) {
@@ -298,11 +304,15 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-/// A model planned and analysed.
+/// What compiling keeps of a model planned and analysed: the plans themselves are dropped on
+/// the planning thread, so at most one plan per thread is alive (issue 17).
 struct Typed {
-    plan: LogicalPlan,
-    /// Analysed, after the target dialect's exact rewrites.
-    analysed: LogicalPlan,
+    /// The schema of the analysed plan, after the target dialect's exact rewrites.
+    schema: SchemaRef,
+    /// Fingerprint and column lineage of the unanalysed plan: the analyzer's casts would add
+    /// transformation edges users did not write.
+    fingerprint: String,
+    lineage: Vec<ColumnDerivations>,
     /// Constructs the local engine may compute differently from the target.
     divergences: Vec<Divergence>,
 }
@@ -316,12 +326,17 @@ enum Planned {
     Rejected(Box<Rejection>),
 }
 
-/// Plans the queries on up to `available_parallelism` threads, one session state each.
+type Planned = Result<Typed, DataFusionError>;
+
+/// Plans the queries on up to `available_parallelism` threads, one session state each, and
+/// reads the schema, fingerprint and column lineage off each plan there.
 fn plan_in_parallel(
     ctx: &SessionContext,
     semantics: &Semantics,
     work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
+    datasets: &HashSet<String>,
 ) -> Vec<(usize, Planned)> {
+    let is_dataset = |name: &str| datasets.contains(name);
     crate::par::map_chunks(work, |chunk| {
         let state = ctx.state();
         chunk
@@ -338,9 +353,12 @@ fn plan_in_parallel(
                                 analyse(&state, &target).map_err(Planned::Rejected)
                             }) {
                                 Ok(analysed) => Planned::Typed(Box::new(Typed {
+                                    schema: Arc::new(analysed.schema().as_arrow().clone()),
+                                    fingerprint: plan_fingerprint(
+                                        &plan.display_indent_schema().to_string(),
+                                    ),
+                                    lineage: column_lineage(&plan, &is_dataset),
                                     divergences: semantics.divergences(&plan),
-                                    plan,
-                                    analysed,
                                 })),
                                 Err(failed) => failed,
                             }
@@ -364,17 +382,18 @@ fn record(
     let mut d = match planned {
         Planned::Typed(typed) => {
             let Typed {
-                plan,
-                analysed,
+                schema,
+                fingerprint,
+                lineage,
                 divergences,
             } = *typed;
             for d in divergences {
                 diagnostics.push(divergence_warning(&d, &models[i]));
             }
-            let arrow: SchemaRef = Arc::new(analysed.schema().as_arrow().clone());
-            register(ctx, models[i].name.as_str(), arrow.clone());
-            models[i].schema = Some(ModelSchema::known(arrow));
-            models[i].plan = Some(Arc::new(plan));
+            register(ctx, models[i].name.as_str(), schema.clone());
+            models[i].schema = Some(ModelSchema::known(schema));
+            models[i].plan_fingerprint = Some(fingerprint);
+            models[i].column_lineage = Some(lineage);
             return;
         }
         Planned::Unplannable(e) => type_diagnostic(&e, &models[i]),

@@ -46,7 +46,7 @@ pub fn design_events_for(
         e.insert("outputs".into(), json!([output]));
         out.push(Value::Object(e));
     }
-    for node in c.lineage.nodes.iter().filter(|n| {
+    for node in c.lineage().nodes.iter().filter(|n| {
         n.kind == NodeKind::Dataset
             && n.origin.as_ref() == Some(&DatasetOrigin::Source)
             && keep(&n.name)
@@ -154,7 +154,7 @@ fn dataset_with_schema(c: &Compilation, config: &OpenLineageConfig, name: &str) 
 
 /// `(column, type)` of dataset `name`'s column nodes, in column order.
 fn columns(c: &Compilation, name: &str) -> Vec<(String, Option<String>)> {
-    let g = &c.lineage;
+    let g = c.lineage();
     let Some(ds) = g.node(&dataset_id(name)) else {
         return Vec::new();
     };
@@ -180,7 +180,7 @@ fn column_of(id: &str) -> (&str, &str) {
 /// fields, each with one transformation per edge (type DIRECT/INDIRECT, subtype the graph's
 /// transformation, description the SQL expression). `None` when no column has inputs.
 fn column_lineage(c: &Compilation, config: &OpenLineageConfig, name: &str) -> Option<Value> {
-    let g = &c.lineage;
+    let g = c.lineage();
     let ds = g.node(&dataset_id(name))?;
     let mut fields = Map::new();
     for col in g.columns_of(ds) {

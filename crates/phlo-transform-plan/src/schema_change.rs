@@ -420,7 +420,7 @@ pub fn downstream_impact(c: &Compilation, model: usize, columns: &[&str]) -> Vec
     let name = c.models[model].name.as_str();
     let column_nodes: Vec<Option<usize>> = columns
         .iter()
-        .map(|col| c.lineage.node(&column_id(name, col)))
+        .map(|col| c.lineage().node(&column_id(name, col)))
         .collect();
     let mut out = Vec::new();
     for reader in c.graph.downstream(model) {
@@ -433,9 +433,9 @@ pub fn downstream_impact(c: &Compilation, model: usize, columns: &[&str]) -> Vec
         }
         for (&col, node) in columns.iter().zip(&column_nodes) {
             let used_in_lineage = node.is_some_and(|n| {
-                c.lineage.outgoing(n).any(|e| {
+                c.lineage().outgoing(n).any(|e| {
                     e.kind == EdgeKind::Derives
-                        && c.lineage.nodes[e.to].dataset.as_deref() == Some(reader_dataset.as_str())
+                        && c.lineage().nodes[e.to].dataset.as_deref() == Some(reader_dataset.as_str())
                 })
             });
             // A reader the change broke has no lineage; its error names the column.

@@ -175,12 +175,6 @@ impl LineageGraph {
             }
         }
 
-        let is_dataset =
-            |name: &str| model_names.contains(name) || c.catalog.sources.contains_key(name);
-        let lineages = crate::par::map(c.models.iter().collect(), |m| {
-            m.plan.as_ref().map(|p| column_lineage(p, &is_dataset))
-        });
-
         // Every model's dataset and typed columns first, in table order, so a reader whose
         // name sorts before the model it reads finds them there (and does not create them
         // untyped, out of order).
@@ -201,7 +195,7 @@ impl LineageGraph {
             }
             // A model whose schema or lineage is unknown gets no column nodes.
             let columns = m.schema.as_ref().and_then(|s| s.columns());
-            let outputs = match (columns, &lineages[i]) {
+            let outputs = match (columns, &m.column_lineage) {
                 (Some(columns), Some(lineage)) => Some(
                     columns
                         .iter()
@@ -217,8 +211,8 @@ impl LineageGraph {
             model_nodes.push((model, outputs));
         }
 
-        for ((m, lineage), (model, outputs)) in c.models.iter().zip(lineages).zip(model_nodes) {
-            let (Some(outputs), Some(lineage)) = (outputs, lineage) else {
+        for (m, (model, outputs)) in c.models.iter().zip(model_nodes) {
+            let (Some(outputs), Some(lineage)) = (outputs, &m.column_lineage) else {
                 g.nodes[model].confidence = Some(Confidence::Unknown);
                 g.nodes[model].reason = Some(unknown_reason(m));
                 continue;
@@ -231,7 +225,7 @@ impl LineageGraph {
                 } else {
                     Confidence::Unknown
                 };
-                for d in derived.derivations {
+                for d in &derived.derivations {
                     let from = g.column_index(&d.input.dataset, &d.input.column);
                     g.edges.push(Edge {
                         from,
@@ -240,7 +234,7 @@ impl LineageGraph {
                         directness: Some(d.directness),
                         transformation: Some(d.transformation),
                         confidence: Some(confidence),
-                        expression: d.expression,
+                        expression: d.expression.clone(),
                     });
                 }
             }
