@@ -337,10 +337,19 @@ fn check_writes_lineage_documents_only_when_they_exist_and_are_stale() {
     assert!(!dir.join("openlineage.json").exists());
 
     assert_eq!(run(ws.path(), &["lineage"]).code, 0);
-    let modified = |name: &str| std::fs::metadata(dir.join(name)).unwrap().modified().unwrap();
+    let modified = |name: &str| {
+        std::fs::metadata(dir.join(name))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
     let (lineage, events) = (modified("lineage.json"), modified("openlineage.json"));
     assert_eq!(run(ws.path(), &["check"]).code, 0);
-    assert_eq!(modified("lineage.json"), lineage, "a current document is not rewritten");
+    assert_eq!(
+        modified("lineage.json"),
+        lineage,
+        "a current document is not rewritten"
+    );
     assert_eq!(modified("openlineage.json"), events);
 
     // A new model makes both stale: `check` brings them up to date.

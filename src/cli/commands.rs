@@ -133,9 +133,9 @@ pub(super) fn write_lineage_artifacts(
     let recorded = match present {
         [false, false] => None,
         // Both documents and the stamp they were written with; a missing piece is stale.
-        [true, true] => Some(
-            std::fs::read_to_string(paths.artifacts.join(LINEAGE_STAMP)).unwrap_or_default(),
-        ),
+        [true, true] => {
+            Some(std::fs::read_to_string(paths.artifacts.join(LINEAGE_STAMP)).unwrap_or_default())
+        }
         _ => Some(String::new()),
     };
     if !wanted.should_write(recorded.as_deref(), &stamp) {
@@ -691,9 +691,8 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
             json,
         );
     }
-    let artifacts =
-        write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting)
-            .and_then(|_| write_artifact(paths, "plan.json", &p));
+    let artifacts = write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting)
+        .and_then(|_| write_artifact(paths, "plan.json", &p));
     if let Err(d) = artifacts {
         return fatal(d, json);
     }

@@ -1,10 +1,10 @@
 //! `lineage` and `impact`: reports over the compilation's one `LineageGraph` (SPEC §55–57).
 
 use clap::ValueEnum;
+use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::lineage::{
     ColumnReport, Confidence, ImpactReport, LineageGraph, ModelReport, NodeKind, Reach, Target,
 };
-use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};

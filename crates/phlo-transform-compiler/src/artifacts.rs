@@ -95,6 +95,21 @@ pub struct GraphEdge {
 impl Compilation {
     pub fn manifest(&self) -> Manifest<'_> {
         let ws = &self.workspace;
+        // Tests by model and readers by source, gathered in one pass each: looking them up
+        // per model costs models × tests (10⁸ at 10,000 models).
+        let mut tests_of: Vec<Vec<&str>> = vec![Vec::new(); self.models.len()];
+        for t in &self.tests {
+            for &i in &t.targets {
+                tests_of[i].push(t.name.as_str());
+            }
+        }
+        let mut used_by: std::collections::HashMap<&str, Vec<&str>> =
+            std::collections::HashMap::new();
+        for m in &self.models {
+            for s in &m.sources {
+                used_by.entry(s.as_str()).or_default().push(m.name.as_str());
+            }
+        }
         let models = self
             .models
             .iter()
@@ -113,12 +128,7 @@ impl Compilation {
                     version: m.version.as_ref().map(|v| v.version.as_str()),
                     sql_hash: m.version.as_ref().map(|v| v.sql_hash.as_str()),
                     config_hash: m.version.as_ref().map(|v| v.config_hash.as_str()),
-                    tests: self
-                        .tests
-                        .iter()
-                        .filter(|t| t.targets.contains(&i))
-                        .map(|t| t.name.as_str())
-                        .collect(),
+                    tests: std::mem::take(&mut tests_of[i]),
                     schema: m.schema.as_ref(),
                     contract: self.contracts.get(&i),
                     has_errors: m.has_errors,
@@ -139,12 +149,7 @@ impl Compilation {
                     .sources
                     .get(&s.name)
                     .map(|st| st.state.as_str()),
-                used_by: self
-                    .models
-                    .iter()
-                    .filter(|m| m.sources.contains(&s.name))
-                    .map(|m| m.name.as_str())
-                    .collect(),
+                used_by: used_by.get(s.name.as_str()).cloned().unwrap_or_default(),
             })
             .collect();
         Manifest {

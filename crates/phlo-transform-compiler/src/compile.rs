@@ -21,7 +21,7 @@ use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing::{self, ModelSchema};
 use crate::version::{Fingerprints, ModelVersion};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A relation as written and what it resolved to (`None`: unresolved, already reported).
 #[derive(Clone, Debug)]
@@ -44,8 +44,10 @@ pub struct CompiledModel {
     pub id: String,
     pub path: String,
     pub materialization: Materialization,
-    /// The parsed query (after templating); `None` when the file did not parse.
-    pub query: Option<Box<Query>>,
+    /// The SQL after templating; `None` when the file did not parse. The parsed query is not
+    /// kept: a sqlparser AST is about a hundred times the size of its text, so at 10,000
+    /// models they would not fit the memory budget (issue 17). `query()` parses it again.
+    pub sql: Option<Arc<str>>,
     pub relations: Vec<ResolvedRelation>,
     /// Upstream model indices, sorted.
     pub upstream: Vec<usize>,
@@ -64,6 +66,18 @@ pub struct CompiledModel {
     /// The lineage of each output column, read off the plan while it was alive; `None` when
     /// the model is untyped.
     pub column_lineage: Option<Vec<ColumnDerivations>>,
+}
+
+impl CompiledModel {
+    /// The parsed query, `None` when the file did not parse. Parsed again on every call: keep
+    /// it only as long as it is needed.
+    pub fn query(&self) -> Option<Box<Query>> {
+        let sql = self.sql.as_deref()?;
+        // It parsed when compiled; parsing is deterministic.
+        parse_query(sql, &self.path, &default_dialect())
+            .ok()
+            .map(|p| p.query)
+    }
 }
 
 /// The immutable result of compiling a workspace.
@@ -112,7 +126,9 @@ impl Compilation {
             workspace.models.iter().enumerate().collect(),
             |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
         );
-        for (index, (model, diags)) in compiled.into_iter().enumerate() {
+        let mut canonical = Vec::with_capacity(compiled.len());
+        for (index, (model, diags, text)) in compiled.into_iter().enumerate() {
+            canonical.push(text);
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -122,10 +138,19 @@ impl Compilation {
             });
         }
         // Directive problems live in the workspace diagnostics: mark those models too.
-        for d in diagnostics.iter().filter(|d| d.is_error()) {
-            if let Some(m) = models.iter_mut().find(|m| Some(&m.path) == d.file.as_ref()) {
-                m.has_errors = true;
-            }
+        let by_path: std::collections::HashMap<&str, usize> = models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.path.as_str(), i))
+            .collect();
+        let erroneous: Vec<usize> = diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .filter_map(|d| by_path.get(d.file.as_deref()?).copied())
+            .collect();
+        drop(by_path);
+        for i in erroneous {
+            models[i].has_errors = true;
         }
 
         let graph = ModelGraph::new(models.len(), edges);
@@ -147,7 +172,7 @@ impl Compilation {
         );
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
-        compute_versions(&mut models, &order, &workspace, &catalog);
+        compute_versions(&mut models, canonical, &order, &workspace, &catalog);
         let tests = compile_tests(
             &models,
             &workspace,
@@ -237,7 +262,12 @@ impl Compilation {
         test: &CompiledTest,
         physical: &dyn Fn(&Target) -> Vec<String>,
     ) -> Option<Query> {
-        rewrite(&self.models, &test.query, &test.relations, physical)
+        rewrite(
+            &self.models,
+            (*test.query).clone(),
+            &test.relations,
+            physical,
+        )
     }
 }
 
@@ -247,7 +277,7 @@ pub(crate) fn executable_query(
     physical: &dyn Fn(&Target) -> Vec<String>,
 ) -> Option<Query> {
     let m = &models[index];
-    rewrite(models, m.query.as_deref()?, &m.relations, physical)
+    rewrite(models, *m.query()?, &m.relations, physical)
 }
 
 /// The model's query with every relation, ephemeral models included, replaced by `physical`.
@@ -259,7 +289,7 @@ pub(crate) fn typing_query(
     physical: &dyn Fn(&Target) -> String,
 ) -> Option<Query> {
     let m = &models[index];
-    let mut q = m.query.as_deref()?.clone();
+    let mut q = *m.query()?;
     rewrite_relations(&mut q, |parts| {
         let r = m.relations.iter().find(|r| r.relation.parts == parts)?;
         Some(Replacement::Name(physical(r.target.as_ref()?)))
@@ -269,11 +299,10 @@ pub(crate) fn typing_query(
 
 fn rewrite(
     models: &[CompiledModel],
-    query: &Query,
+    mut q: Query,
     relations: &[ResolvedRelation],
     physical: &dyn Fn(&Target) -> Vec<String>,
 ) -> Option<Query> {
-    let mut q = query.clone();
     let mut failed = false;
     rewrite_relations(&mut q, |parts| {
         let target = relations
@@ -297,20 +326,23 @@ fn rewrite(
     (!failed).then_some(q)
 }
 
+/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
+/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
+/// not parse); the AST is dropped here.
 fn compile_model(
     index: usize,
     file: &ModelFile,
     ws: &Workspace,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
-) -> (CompiledModel, Vec<Diagnostic>) {
+) -> (CompiledModel, Vec<Diagnostic>, Option<String>) {
     let mut diags = Vec::new();
     let mut model = CompiledModel {
         name: file.name.clone(),
         id: file.id.clone(),
         path: file.path.clone(),
         materialization: file.config.materialized.value,
-        query: None,
+        sql: None,
         relations: Vec::new(),
         upstream: Vec::new(),
         sources: Vec::new(),
@@ -326,7 +358,7 @@ fn compile_model(
             Err(d) => {
                 diags.push(d);
                 model.has_errors = true;
-                return (model, diags);
+                return (model, diags, None);
             }
         }
     } else {
@@ -337,7 +369,7 @@ fn compile_model(
         Err(d) => {
             diags.push(d);
             model.has_errors = true;
-            return (model, diags);
+            return (model, diags, None);
         }
     };
     let mut upstream = BTreeSet::new();
@@ -381,8 +413,20 @@ fn compile_model(
         diags.push(d);
         model.has_errors = true;
     }
-    model.query = Some(parsed.query);
-    (model, diags)
+    let canonical = canonical_text(&parsed.query, |parts| {
+        let target = model
+            .relations
+            .iter()
+            .find(|r| r.relation.parts == parts)?
+            .target
+            .as_ref()?;
+        Some(match target {
+            Target::Model(u) => format!("model:{}", ws.models[*u].id),
+            Target::Source(s) => format!("source:{s}"),
+        })
+    });
+    model.sql = Some(text.into());
+    (model, diags, Some(canonical))
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
@@ -418,37 +462,28 @@ fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
 
 fn compute_versions(
     models: &mut [CompiledModel],
+    canonical: Vec<Option<String>>,
     order: &[usize],
     ws: &Workspace,
     catalog: &CatalogSnapshot,
 ) {
-    // The per-model parts (canonical SQL, fingerprints) in parallel; the versions, which chain
-    // through upstream versions, in topological order.
-    let parts: Vec<Option<(String, Fingerprints)>> =
-        crate::par::map((0..models.len()).collect(), |i| {
+    // The per-model parts (canonical SQL from parsing, fingerprints) in parallel; the
+    // versions, which chain through upstream versions, in topological order.
+    let parts: Vec<Option<(String, Fingerprints)>> = crate::par::map(
+        canonical.into_iter().enumerate().collect(),
+        |(i, canonical)| {
             let m = &models[i];
             if m.has_errors {
                 return None;
             }
-            let query = m.query.as_ref()?;
-            let canonical = canonical_text(query, |parts| {
-                let target = m
-                    .relations
-                    .iter()
-                    .find(|r| r.relation.parts == parts)?
-                    .target
-                    .as_ref()?;
-                Some(match target {
-                    Target::Model(u) => format!("model:{}", models[*u].id),
-                    Target::Source(s) => format!("source:{s}"),
-                })
-            });
+            let canonical = canonical?;
             let fingerprints = Fingerprints {
                 text: phlo_transform_core::hash::sha256_hex(&ws.models[i].text),
                 plan: m.plan_fingerprint.clone(),
             };
             Some((canonical, fingerprints))
-        });
+        },
+    );
     let mut parts: Vec<Option<(String, Fingerprints)>> = parts;
     for &i in order {
         let Some((canonical, fingerprints)) = parts[i].take() else {

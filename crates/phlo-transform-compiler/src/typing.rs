@@ -29,10 +29,10 @@ use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::relax;
 use crate::lineage::{column_lineage, ColumnDerivations};
-use crate::version::plan_fingerprint;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
+use crate::version::plan_fingerprint;
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
 
@@ -186,15 +186,9 @@ pub(crate) fn infer(
                 models[i].schema = Some(ModelSchema::Unknown { reason });
                 continue;
             }
-            let dotted = |t: &Target| match t {
-                Target::Model(u) => models[*u].name.to_string(),
-                Target::Source(s) => s.clone(),
-            };
-            if let Some(query) = typing_query(models, i, &dotted) {
-                work.push((i, query));
-            }
+            work.push(i);
         }
-        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, work, &datasets) {
+        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, models, work, &datasets) {
             if against_relaxed.contains(&i) {
                 if typed_against_relaxed(i, planned, models, &ctx, diagnostics) {
                     relaxed.insert(i);
@@ -326,21 +320,27 @@ enum Planned {
     Rejected(Box<Rejection>),
 }
 
-type Planned = Result<Typed, DataFusionError>;
 
-/// Plans the queries on up to `available_parallelism` threads, one session state each, and
-/// reads the schema, fingerprint and column lineage off each plan there.
+/// Plans the models on up to `available_parallelism` threads, one session state each, and
+/// reads the schema, fingerprint and column lineage off each plan there. Each query is
+/// parsed again on its thread (compiling keeps no ASTs).
 fn plan_in_parallel(
     ctx: &SessionContext,
     semantics: &Semantics,
-    work: Vec<(usize, datafusion::sql::sqlparser::ast::Query)>,
+    models: &[CompiledModel],
+    work: Vec<usize>,
     datasets: &HashSet<String>,
 ) -> Vec<(usize, Planned)> {
     let is_dataset = |name: &str| datasets.contains(name);
+    let dotted = |t: &Target| match t {
+        Target::Model(u) => models[*u].name.to_string(),
+        Target::Source(s) => s.clone(),
+    };
     crate::par::map_chunks(work, |chunk| {
         let state = ctx.state();
         chunk
             .into_iter()
+            .filter_map(|i| Some((i, typing_query(models, i, &dotted)?)))
             .map(|(i, query)| {
                 let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
                 let planned =
@@ -468,9 +468,9 @@ fn divergence_warning(d: &Divergence, model: &CompiledModel) -> Diagnostic {
     )
     .in_file(&model.path)
     .with_help(d.reason.clone());
-    let span = model.query.as_deref().and_then(|q| {
+    let span = model.query().and_then(|q| {
         expression_span(
-            q,
+            &q,
             &d.anchors,
             &crate::analysis::Shape::Function(d.function.clone()),
         )
@@ -487,9 +487,8 @@ fn rejection_diagnostic(r: &Rejection, model: &CompiledModel) -> Diagnostic {
         .in_file(&model.path)
         .with_help(r.help.clone());
     let span = model
-        .query
-        .as_deref()
-        .and_then(|q| expression_span(q, &r.anchors, &r.shape));
+        .query()
+        .and_then(|q| expression_span(&q, &r.anchors, &r.shape));
     match span {
         Some(span) => d.with_span(span),
         None => d.at(1, 1),
@@ -578,9 +577,8 @@ fn signature_diagnostic(name: &str, model: &CompiledModel) -> Diagnostic {
     .in_file(&model.path)
     .with_help(format!("cast the arguments to types `{name}` accepts"));
     let span = model
-        .query
-        .as_deref()
-        .and_then(|q| expression_span(q, &[], &crate::analysis::Shape::Function(name.to_string())));
+        .query()
+        .and_then(|q| expression_span(&q, &[], &crate::analysis::Shape::Function(name.to_string())));
     match span {
         Some(span) => d.with_span(span),
         None => d.at(1, 1),

@@ -435,7 +435,8 @@ pub fn downstream_impact(c: &Compilation, model: usize, columns: &[&str]) -> Vec
             let used_in_lineage = node.is_some_and(|n| {
                 c.lineage().outgoing(n).any(|e| {
                     e.kind == EdgeKind::Derives
-                        && c.lineage().nodes[e.to].dataset.as_deref() == Some(reader_dataset.as_str())
+                        && c.lineage().nodes[e.to].dataset.as_deref()
+                            == Some(reader_dataset.as_str())
                 })
             });
             // A reader the change broke has no lineage; its error names the column.
@@ -470,7 +471,7 @@ pub fn downstream_impact(c: &Compilation, model: usize, columns: &[&str]) -> Vec
 /// Whether `reader`'s query has a `*` or `alias.*` projection item over a FROM that reads
 /// `model` (any SELECT of the query, CTEs and subqueries included).
 fn reads_with_star(c: &Compilation, reader: usize, model: usize) -> bool {
-    let Some(query) = &c.models[reader].query else {
+    let Some(query) = c.models[reader].query() else {
         return false;
     };
     let reads_model = c.models[reader].relations.iter().any(|r| {
