@@ -280,3 +280,61 @@ fn apply_executes_a_stored_plan_and_rejects_it_once_stale() {
     assert_eq!(unknown.code, 2);
     assert!(unknown.stderr.contains("error[L003]"), "{}", unknown.stderr);
 }
+
+/// Issue 17: a run after nothing changed does not re-run data tests that passed at their
+/// current version; `--rerun-tests` does; an edit re-runs only the tests over what changed.
+#[test]
+fn tests_that_passed_at_their_version_are_cached_until_what_they_read_changes() {
+    let ws = workspace("mvp");
+    let dir = ws.path();
+    let statuses = |args: &[&str]| -> BTreeMap<String, (String, Option<String>)> {
+        let out = run(dir, args);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        out.json()["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    (
+                        t["status"].as_str().unwrap().to_string(),
+                        t["reason"].as_str().map(str::to_string),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let first = statuses(&["run", "--json"]);
+    assert_eq!(first.len(), 4);
+    assert!(first.values().all(|(s, _)| s == "passed"), "{first:?}");
+
+    let second = statuses(&["run", "--json"]);
+    assert!(second.values().all(|(s, _)| s == "cached"), "{second:?}");
+    let (_, reason) = &second["results_positive"];
+    assert!(
+        reason.as_deref().unwrap().contains("--rerun-tests"),
+        "{reason:?}"
+    );
+    let text = run(dir, &["run"]);
+    assert!(text.stdout.contains("4 cached"), "{}", text.stdout);
+
+    let forced = statuses(&["run", "--json", "--rerun-tests"]);
+    assert!(forced.values().all(|(s, _)| s == "passed"), "{forced:?}");
+
+    // `assay.results` changes: its custom test runs again, the key tests of `assay.raw` do not.
+    std::fs::write(
+        dir.join("workflows/assay/transforms/results.sql"),
+        "select * from assay.raw where result > 4\n",
+    )
+    .unwrap();
+    let after_edit = statuses(&["run", "--json"]);
+    for (name, (status, _)) in &after_edit {
+        let expected = if name == "results_positive" {
+            "passed"
+        } else {
+            "cached"
+        };
+        assert_eq!(status, expected, "{name}: {after_edit:?}");
+    }
+}

@@ -37,6 +37,10 @@ pub struct ExecutionArgs {
     /// run report) instead of the text report.
     #[arg(long)]
     pub events: bool,
+    /// Run every data test, even those cached: passed earlier at their current version (same
+    /// test SQL, same versions of the models and sources it reads).
+    #[arg(long)]
+    pub rerun_tests: bool,
 }
 
 /// How one command executes its plan.
@@ -141,6 +145,7 @@ pub async fn run_plan(
         cancel,
         events,
         continuation: exec.continuation.clone(),
+        rerun_tests: exec.args.rerun_tests,
     };
     let executed = execute(c, plan, engine, store, &options).await;
     on_interrupt.abort();

@@ -282,12 +282,14 @@ pub fn run(r: &RunReport) -> String {
                 .error
                 .as_ref()
                 .map(|e| format!("{}: {}", e.code, e.message))
+                .or_else(|| t.reason.clone())
                 .unwrap_or_default();
             row(&mut out, &t.status, &t.name, width, &detail);
         }
     }
     let c = &r.counts;
-    let tests_failed = r.tests.iter().filter(|t| t.status != "passed").count();
+    let tests_failed = r.tests.iter().filter(|t| !t.ok()).count();
+    let tests_cached = r.tests.iter().filter(|t| t.status == "cached").count();
     let mut models = format!(
         "{} passed, {} failed, {} skipped, {} blocked",
         c.passed, c.failed, c.skipped, c.blocked
@@ -299,10 +301,15 @@ pub fn run(r: &RunReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{}: {models}; tests {} passed, {} failed",
+        "\n{}: {models}; tests {} passed, {} failed{}",
         r.status.to_uppercase(),
-        r.tests.len() - tests_failed,
-        tests_failed
+        r.tests.len() - tests_failed - tests_cached,
+        tests_failed,
+        if tests_cached > 0 {
+            format!(", {tests_cached} cached")
+        } else {
+            String::new()
+        }
     );
     out
 }

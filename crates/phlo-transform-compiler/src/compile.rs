@@ -197,6 +197,12 @@ impl Compilation {
         }
     }
 
+    /// The unoptimized DataFusion plan of a typed model, planned again against its inputs'
+    /// inferred schemas (compiling keeps no plans); `None` when the model is not typed.
+    pub fn logical_plan(&self, index: usize) -> Option<datafusion::logical_expr::LogicalPlan> {
+        crate::typing::plan_model(self, index)
+    }
+
     /// The workspace's column-level lineage graph, built on first use from the per-model
     /// column lineage typing recorded.
     pub fn lineage(&self) -> &LineageGraph {

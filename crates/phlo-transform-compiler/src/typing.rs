@@ -13,6 +13,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
 use datafusion::datasource::empty::EmptyTable;
 use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
@@ -24,7 +25,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
-use crate::compile::{typing_query, CompiledModel};
+use crate::compile::{typing_query, Compilation, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::relax;
@@ -276,6 +277,36 @@ fn typed_against_relaxed(
         },
         Planned::Rejected(_) => false,
     }
+}
+
+/// The unoptimized plan of typed model `i`, planned again against the inferred schemas of
+/// its inputs (compiling keeps no plans). `None` when the model is not typed.
+pub(crate) fn plan_model(c: &Compilation, i: usize) -> Option<LogicalPlan> {
+    let models = &c.models;
+    models[i].plan_fingerprint.as_ref()?;
+    let ctx = typing_session(&c.dialect.semantics);
+    c.dialect.register(&ctx);
+    for r in &models[i].relations {
+        match r.target.as_ref()? {
+            Target::Source(s) => {
+                if let SourceSchema::Known(schema) = &c.catalog.sources.get(s)?.schema {
+                    register(&ctx, s, schema.clone());
+                }
+            }
+            Target::Model(u) => {
+                if let Some(ModelSchema::Known { arrow, .. }) = &models[*u].schema {
+                    register(&ctx, models[*u].name.as_str(), arrow.clone());
+                }
+            }
+        }
+    }
+    let dotted = |t: &Target| match t {
+        Target::Model(u) => models[*u].name.to_string(),
+        Target::Source(s) => s.clone(),
+    };
+    let query = typing_query(models, i, &dotted)?;
+    let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
+    futures::executor::block_on(ctx.state().statement_to_plan(statement)).ok()
 }
 
 /// Groups `order` by depth: a model's level is one more than its deepest upstream's.

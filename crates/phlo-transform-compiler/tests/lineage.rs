@@ -62,7 +62,7 @@ fn every_plan_node_type_has_exact_edges() {
             .filter(|l| !l.trim().is_empty())
             .map(str::to_string)
             .collect();
-        let actual = edges_into(&c.lineage, &model);
+        let actual = edges_into(&c.lineage(), &model);
         if actual != expected {
             failures.push(format!(
                 "{model}\n  missing: {:#?}\n  unexpected: {:#?}",
@@ -79,7 +79,7 @@ fn every_plan_node_type_has_exact_edges() {
 #[test]
 fn every_model_is_exact_and_connected() {
     let c = compile(&testdata("lineage"));
-    let g = &c.lineage;
+    let g = &c.lineage();
     for m in &c.models {
         let id = m.name.uri();
         let node = g.node(&id).expect("model node");
@@ -116,7 +116,7 @@ fn every_model_is_exact_and_connected() {
 #[test]
 fn impact_of_a_source_column_reaches_downstream_columns_through_the_ephemeral_model() {
     let c = compile(&testdata("lineage"));
-    let g = &c.lineage;
+    let g = &c.lineage();
     let target = g.resolve("raw.orders.amount").unwrap();
     let report = g.impact(target);
     let columns: BTreeSet<&str> = report.columns.iter().map(|c| c.column.as_str()).collect();
@@ -144,7 +144,7 @@ fn impact_of_a_source_column_reaches_downstream_columns_through_the_ephemeral_mo
 
 #[test]
 fn the_document_is_deterministic() {
-    let a = serde_json::to_string(&compile(&testdata("lineage")).lineage.document()).unwrap();
-    let b = serde_json::to_string(&compile(&testdata("lineage")).lineage.document()).unwrap();
+    let a = serde_json::to_string(&compile(&testdata("lineage")).lineage().document()).unwrap();
+    let b = serde_json::to_string(&compile(&testdata("lineage")).lineage().document()).unwrap();
     assert_eq!(a, b);
 }

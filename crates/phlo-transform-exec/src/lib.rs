@@ -51,6 +51,8 @@ pub struct RunOptions<'a> {
     /// Consumers of the run's events (progress display, `--events`, OpenLineage).
     pub events: Vec<&'a dyn EventSink>,
     pub continuation: Continuation,
+    /// Run every planned test, even those that passed at their current version.
+    pub rerun_tests: bool,
 }
 
 impl RunOptions<'_> {
@@ -65,6 +67,7 @@ impl RunOptions<'_> {
             cancel: CancelHandle::default(),
             events: Vec::new(),
             continuation: Continuation::Fresh,
+            rerun_tests: false,
         }
     }
 }
@@ -177,11 +180,18 @@ pub async fn execute(
         .zip(&scheduler.states)
         .map(|(m, s)| (m.name.as_str(), *s))
         .collect();
+    // `test` always runs its tests; `run` and `apply` reuse earlier passes.
+    let passed_before = if options.rerun_tests || options.command == "test" {
+        tests_run::Passes::new()
+    } else {
+        tests_run::earlier_passes(state.as_ref(), &plan.environment, &run_id).await?
+    };
     let tests = tests_run::run_tests(
         c,
         plan,
         adapter.as_ref(),
         &states,
+        &passed_before,
         stop.is_some(),
         &options.cancel,
         &recorder,
@@ -192,7 +202,7 @@ pub async fn execute(
     let failed = models
         .iter()
         .any(|m| !matches!(m.status.as_str(), "passed" | "skipped" | "cached"))
-        || tests.iter().any(|t| t.status != "passed");
+        || tests.iter().any(|t| !t.ok());
     let status = match (interrupted, failed) {
         (true, _) => "cancelled",
         (false, true) => "failed",

@@ -56,7 +56,7 @@ impl Recorder<'_> {
             rows: t.violations,
             duration_ms: t.duration_ms,
             error: t.error.clone(),
-            ..ModelResult::new(&t.name, None)
+            ..ModelResult::new(&t.name, t.version.clone())
         };
         let attempt = i64::from(t.error.as_ref().map_or(1, |e| e.attempt.max(1)));
         self.node("test", &as_model, attempt).await?;

@@ -82,6 +82,19 @@ pub struct TestResult {
     pub violations: Option<u64>,
     pub duration_ms: Option<u64>,
     pub error: Option<ErrorInfo>,
+    /// The test's version: its SQL and what it reads, at their current versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why a `cached` test did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl TestResult {
+    /// Passed now, or cached from an earlier pass.
+    pub fn ok(&self) -> bool {
+        matches!(self.status.as_str(), "passed" | "cached")
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -183,7 +183,7 @@ impl RunEmitter<'_> {
         let mut e = self.parent_event(kind, &report.run_id, &report.finished_at);
         if kind == "FAIL" {
             let models = report.counts.failed + report.counts.blocked;
-            let tests = report.tests.iter().filter(|t| t.status != "passed").count();
+            let tests = report.tests.iter().filter(|t| !t.ok()).count();
             e["run"]["facets"] = json!({
                 "errorMessage": events::error_message(&format!(
                     "run {} failed: {models} model(s) failed or blocked, {tests} test(s) did not pass",
