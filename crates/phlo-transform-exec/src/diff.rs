@@ -349,9 +349,9 @@ pub async fn diff_model(
             source: KeySource::Model,
             from: None,
         }
-    } else if let Some(k) = c.models[index]
-        .plan
-        .as_deref()
+    } else if let Some(k) = c
+        .logical_plan(index)
+        .as_ref()
         .and_then(phlo_transform_diff::infer_key)
     {
         KeyChoice {
