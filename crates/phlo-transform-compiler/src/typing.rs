@@ -27,9 +27,9 @@ use std::sync::Arc;
 use crate::analysis::{analyse, Rejection};
 use crate::compile::{typing_query, Compilation, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
+use crate::lineage::{column_lineage, ColumnDerivations};
 use crate::locate::expression_span;
 use crate::relax;
-use crate::lineage::{column_lineage, ColumnDerivations};
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
@@ -351,7 +351,6 @@ enum Planned {
     Rejected(Box<Rejection>),
 }
 
-
 /// Plans the models on up to `available_parallelism` threads, one session state each, and
 /// reads the schema, fingerprint and column lineage off each plan there. Each query is
 /// parsed again on its thread (compiling keeps no ASTs).
@@ -607,9 +606,9 @@ fn signature_diagnostic(name: &str, model: &CompiledModel) -> Diagnostic {
     )
     .in_file(&model.path)
     .with_help(format!("cast the arguments to types `{name}` accepts"));
-    let span = model
-        .query()
-        .and_then(|q| expression_span(&q, &[], &crate::analysis::Shape::Function(name.to_string())));
+    let span = model.query().and_then(|q| {
+        expression_span(&q, &[], &crate::analysis::Shape::Function(name.to_string()))
+    });
     match span {
         Some(span) => d.with_span(span),
         None => d.at(1, 1),
