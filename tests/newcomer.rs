@@ -34,8 +34,11 @@ fn redact(text: &str, root: &Path) -> String {
 fn clean_removes_every_artifact_and_all_the_state_database_too() {
     let ws = lab();
     assert_eq!(run(ws.path(), &["check"]).code, 0);
+    // `check` writes no lineage documents unless they exist (issue 17); `lineage` does.
+    assert_eq!(run(ws.path(), &["lineage", "--json"]).code, 0);
     let artifacts = ws.path().join(".phlo/transform");
     assert!(artifacts.join("lineage.json").is_file());
+    assert!(artifacts.join("lineage.stamp").is_file());
     assert_eq!(run(ws.path(), &["plan"]).code, 0);
 
     let out = run(ws.path(), &["clean", "--json"]);
