@@ -253,13 +253,26 @@ impl TrinoEngine {
         &self,
         relations: &[Relation],
     ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
+        Ok(self
+            .relation_details(relations)
+            .await?
+            .into_iter()
+            .map(|d| d.map(|(info, _)| info))
+            .collect())
+    }
+
+    /// [`Self::relation_info`] with each table's whole comment.
+    async fn relation_details(
+        &self,
+        relations: &[Relation],
+    ) -> Result<Vec<Option<(RelationInfo, Option<String>)>>, AdapterError> {
         let mut by_catalog: BTreeMap<&str, Vec<&Relation>> = BTreeMap::new();
         for r in relations {
             if r.parts.len() == 3 {
                 by_catalog.entry(r.parts[0].as_str()).or_default().push(r);
             }
         }
-        let mut found: BTreeMap<Vec<String>, RelationInfo> = BTreeMap::new();
+        let mut found: BTreeMap<Vec<String>, (RelationInfo, Option<String>)> = BTreeMap::new();
         for (catalog, rels) in by_catalog {
             let wanted = rels
                 .iter()
@@ -293,14 +306,17 @@ impl TrinoEngine {
                     text(0).unwrap_or_default(),
                     text(1).unwrap_or_default(),
                 ];
-                let info = found.entry(key).or_insert_with(|| RelationInfo {
-                    kind: if text(2).as_deref() == Some("VIEW") {
-                        RelationKind::View
-                    } else {
-                        RelationKind::Table
-                    },
-                    columns: Some(Vec::new()),
-                    strategy: text(6).and_then(|c| comment_value(&c, STRATEGY_COMMENT)),
+                let (info, _) = found.entry(key).or_insert_with(|| {
+                    let info = RelationInfo {
+                        kind: if text(2).as_deref() == Some("VIEW") {
+                            RelationKind::View
+                        } else {
+                            RelationKind::Table
+                        },
+                        columns: Some(Vec::new()),
+                        strategy: text(6).and_then(|c| comment_value(&c, STRATEGY_COMMENT)),
+                    };
+                    (info, text(6))
                 });
                 if let (Some(name), Some(columns)) = (text(3), info.columns.as_mut()) {
                     columns.push(ColumnInfo {
@@ -366,7 +382,12 @@ impl TrinoEngine {
     ) -> Result<MaterializeOutcome, AdapterError> {
         let target = self.table_relation(&job.relation);
         self.settle(&target).await?;
-        if self.full_build_committed(&target, job).await? {
+        let existing = self
+            .relation_details(std::slice::from_ref(&target))
+            .await?
+            .remove(0);
+        let comment = existing.as_ref().and_then(|(_, c)| c.as_deref());
+        if comment.is_some_and(|c| full_build_committed(c, job)) {
             return Ok(MaterializeOutcome {
                 rows: self.count(&target, inflight).await?,
                 already_committed: true,
@@ -374,7 +395,7 @@ impl TrinoEngine {
                 output_identity: self.identity(&target).await?,
             });
         }
-        let existing_view = self.kind_at(&target).await? == Some(RelationKind::View);
+        let existing_view = existing.is_some_and(|(info, _)| info.kind == RelationKind::View);
         let statements = self.full_build(job, existing_view);
         // The first statement creates the schema: done once per schema and process.
         self.ensure_schema(&target).await?;
@@ -449,38 +470,6 @@ impl TrinoEngine {
             .first()
             .and_then(|r| r.first())
             .and_then(Value::as_u64))
-    }
-
-    /// The table's comment says a full build of this model in this (or a later) generation
-    /// wrote it: a resumed run whose killed process committed the write before it could record
-    /// it. (Incremental writes need no marker: they add only rows the table lacks, and Trino
-    /// commits no snapshot for a write of no rows.)
-    async fn full_build_committed(
-        &self,
-        table: &Relation,
-        job: &MaterializeJob,
-    ) -> Result<bool, AdapterError> {
-        let sql = format!(
-            "SELECT comment FROM system.metadata.table_comments \
-             WHERE catalog_name = {} AND schema_name = {} AND table_name = {}",
-            literal(&table.parts[0]),
-            literal(&table.parts[1]),
-            literal(&table.parts[2]),
-        );
-        let result = self.query(&sql, None).await?;
-        let Some(comment) = result
-            .rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(Value::as_str)
-        else {
-            return Ok(false);
-        };
-        let generation = comment_value(comment, GENERATION_COMMENT).and_then(|g| g.parse().ok());
-        Ok(
-            comment_value(comment, MODEL_COMMENT).as_deref() == Some(job.model_id.as_str())
-                && generation.is_some_and(|g: i64| g >= job.generation),
-        )
     }
 
     /// Ends the queries of a killed phlo-transform process that still write `table` (or its
@@ -645,6 +634,16 @@ fn name_lists(relations: &[&Relation]) -> (String, String) {
             .join(", ")
     };
     (distinct(1), distinct(2))
+}
+
+/// The table comment says a full build of this model in this (or a later) generation wrote
+/// the table: a resumed run whose killed process committed the write before it could record
+/// it. (Incremental writes need no marker: they add only rows the table lacks, and Trino
+/// commits no snapshot for a write of no rows.)
+fn full_build_committed(comment: &str, job: &MaterializeJob) -> bool {
+    let generation = comment_value(comment, GENERATION_COMMENT).and_then(|g| g.parse().ok());
+    comment_value(comment, MODEL_COMMENT).as_deref() == Some(job.model_id.as_str())
+        && generation.is_some_and(|g: i64| g >= job.generation)
 }
 
 /// The value of the `prefix` line of a table comment (`phlo.strategy=append`).
