@@ -338,7 +338,8 @@ fn model_timeout_cancels_the_query_in_trino() {
     write_file(root, "phlo.toml", &adapter_toml(&schema));
     // Scanning sf1000 (six billion generated rows) would take days on this machine; the
     // marker finds the query in system.runtime.queries. The timeout leaves a loaded machine
-    // time to reach the CTAS (schema, introspection and the other statements come first).
+    // time to reach the CTAS (schema, introspection and the other statements come first):
+    // 15 s was not enough at a load average of 20, with this file's other tests on Trino.
     let marker = unique("phlo_marker");
     write_file(
         root,
@@ -348,13 +349,13 @@ fn model_timeout_cancels_the_query_in_trino() {
         ),
     );
     let started = Instant::now();
-    let out = run(root, &["run", "--json", "--model-timeout", "15s"]);
+    let out = run(root, &["run", "--json", "--model-timeout", "45s"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let report = out.json();
     let slow = &report["models"][0];
     assert_eq!(slow["status"], "failed", "{report:#}");
     assert_eq!(slow["error"]["code"], "E003", "{report:#}");
-    assert!(started.elapsed() < Duration::from_secs(90));
+    assert!(started.elapsed() < Duration::from_secs(180));
 
     // The query ended in Trino as cancelled by its user, not abandoned later.
     let queries = format!(
