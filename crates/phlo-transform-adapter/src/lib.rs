@@ -40,6 +40,7 @@ mod naming;
 mod position;
 pub mod postgres;
 mod relation;
+mod relations;
 pub mod snapshot;
 mod sqlgen;
 mod targets;

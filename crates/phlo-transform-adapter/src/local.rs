@@ -3,7 +3,8 @@
 //! `.phlo/warehouse/<model>/` exactly once per state (see `delta`: the application
 //! transaction is checked before writing, since delta-rs does not enforce it), and `@view`
 //! models stored as their SQL in
-//! `.phlo/warehouse/<model>.view.json` and re-registered by every session that reads them.
+//! `.phlo/warehouse/<model>.view.json`. A session opens a model's relation when a query first
+//! reads it (see `relations`).
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
@@ -21,10 +22,11 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
 use phlo_transform_project::{Materialization, SourceFormat};
-use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::relations::{open_delta, open_delta_provider, Relations, ViewDefinition};
 use crate::warehouse::{Warehouse, WarehousePath};
 use crate::{
     Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
@@ -42,15 +44,6 @@ pub struct LocalEngine {
     semantics: Semantics,
 }
 
-/// What a stored view is.
-#[derive(Serialize, Deserialize)]
-struct ViewDefinition {
-    model: String,
-    version: String,
-    run_id: String,
-    sql: String,
-}
-
 pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
     AdapterError::new(code, message)
 }
@@ -60,11 +53,18 @@ pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
 }
 
 impl LocalEngine {
-    /// A session over `warehouse` with every readable source of `c` and every existing model
-    /// relation registered. Sources that cannot be registered are reported, not fatal: the
-    /// models that read them fail when they run.
+    /// A session over `warehouse` with every readable source of `c` registered and every
+    /// model relation of `c` opened when a query first reads it (see `relations`). Sources
+    /// that cannot be registered are reported, not fatal: the models that read them fail when
+    /// they run.
     pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
-        let engine = Self::with_semantics(warehouse, c.dialect.semantics.clone());
+        let models = c
+            .models
+            .iter()
+            .filter(|m| m.materialization != Materialization::Ephemeral)
+            .map(|m| (m.name.to_string(), m.materialization))
+            .collect();
+        let engine = Self::with_relations(warehouse, c.dialect.semantics.clone(), models);
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -84,28 +84,21 @@ impl LocalEngine {
                 problems.push(e);
             }
         }
-        for &i in &c.order {
-            let m = &c.models[i];
-            let name = m.name.as_str();
-            // A relation that cannot be registered stays missing; planning rebuilds it.
-            let _ = match m.materialization {
-                Materialization::Ephemeral => Ok(()),
-                Materialization::View => engine.register_view(name).await,
-                Materialization::Table | Materialization::Incremental => {
-                    engine.register_delta(name).await
-                }
-            };
-        }
         (engine, problems)
     }
 
     /// An engine with nothing registered: enough to name relations and see whether they exist
-    /// (what planning needs), without opening every table.
+    /// (what planning needs), without opening any table.
     pub fn unregistered(warehouse: &Path) -> LocalEngine {
-        Self::with_semantics(warehouse, Semantics::default())
+        Self::with_relations(warehouse, Semantics::default(), HashMap::new())
     }
 
-    fn with_semantics(warehouse: &Path, semantics: Semantics) -> LocalEngine {
+    /// A session whose default schema opens `models`' relations on first read.
+    fn with_relations(
+        warehouse: &Path,
+        semantics: Semantics,
+        models: HashMap<String, Materialization>,
+    ) -> LocalEngine {
         let mut config = SessionConfig::new();
         semantics.configure(&mut config);
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
@@ -120,14 +113,27 @@ impl LocalEngine {
             .with_config(config)
             .with_query_planner(DeltaPlanner::new())
             .build();
+        let ctx = SessionContext::new_with_state(state);
+        let session = ctx.state_weak_ref();
+        let relations = Relations::new(
+            models,
+            Warehouse::new(warehouse),
+            semantics.clone(),
+            Box::new(move || session.upgrade().map(|s| s.read().clone())),
+        );
+        let catalog = ctx.state().config().options().catalog.clone();
+        ctx.catalog(&catalog.default_catalog)
+            .expect("a session has its default catalog")
+            .register_schema(&catalog.default_schema, Arc::new(relations))
+            .expect("the default catalog accepts schemas");
         LocalEngine {
-            ctx: SessionContext::new_with_state(state),
+            ctx,
             warehouse: Warehouse::new(warehouse),
             semantics,
         }
     }
 
-    /// The session every source and existing model relation is registered in.
+    /// The session: sources registered, model relations opened on first read.
     pub fn session(&self) -> &SessionContext {
         &self.ctx
     }
@@ -181,7 +187,7 @@ impl LocalEngine {
                 .await
                 .map_err(|e| unavailable(e.to_string())),
             SourceFormat::Delta => {
-                let provider = open_delta_provider(path, &self.ctx)
+                let provider = open_delta_provider(path, &self.ctx.state())
                     .await
                     .map_err(unavailable)?;
                 self.register(name, provider)
@@ -198,44 +204,8 @@ impl LocalEngine {
     }
 
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
-        let path = self.table_path(model)?;
-        if !crate::delta::has_commit(&path) {
-            return Err(err(
-                codes::RELATION_UNAVAILABLE,
-                format!("table `{model}` does not exist"),
-            ));
-        }
-        let provider = open_delta_provider(&path, &self.ctx)
-            .await
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}")))?;
+        let provider = open_delta(&self.warehouse, &self.ctx.state(), model).await?;
         self.register(model, provider)
-    }
-
-    async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
-        let text = std::fs::read_to_string(self.view_path(model)?.as_path())
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
-        let def: ViewDefinition = serde_json::from_str(&text).map_err(|e| {
-            err(
-                codes::RELATION_UNAVAILABLE,
-                format!("view `{model}` definition is corrupt: {e}"),
-            )
-        })?;
-        let plan = self.plan_sql(&def.sql).await?;
-        self.register(model, Arc::new(ViewTable::new(plan, Some(def.sql))))
-    }
-
-    async fn plan_sql(&self, sql: &str) -> Result<LogicalPlan, AdapterError> {
-        let state = self.ctx.state();
-        let statement = state
-            .sql_to_statement(sql, &datafusion::config::Dialect::Generic)
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        let plan = state
-            .statement_to_plan(statement)
-            .await
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        self.semantics
-            .rewrite(plan)
-            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
     }
 
     async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
@@ -314,20 +284,6 @@ async fn count_rows_of(
         .await
         .map(|n| n as u64)
         .map_err(|e| crate::cause::datafusion_error(&e))
-}
-
-async fn open_delta_provider(
-    path: &Path,
-    ctx: &SessionContext,
-) -> Result<Arc<dyn TableProvider>, String> {
-    let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let table = deltalake::open_table(url)
-        .await
-        .map_err(|e| e.to_string())?;
-    table
-        .update_datafusion_session(&ctx.state())
-        .map_err(|e| e.to_string())?;
-    table.table_provider().await.map_err(|e| e.to_string())
 }
 
 /// An Iceberg table read at its current snapshot with the table's current schema.
