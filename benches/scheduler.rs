@@ -201,7 +201,7 @@ fn main() {
         for _ in 0..reps {
             noop = noop.min(rt.block_on(timed_run(&c, Arc::new(NoopEngine), dir.path(), jobs)));
             let warehouse = dir.path().join(format!("warehouse-{}", uuid_like()));
-            let engine = rt.block_on(LocalEngine::open(&warehouse, &c)).0;
+            let engine = rt.block_on(LocalEngine::open(&warehouse, &c, None)).0;
             local = local.min(rt.block_on(timed_run(&c, Arc::new(engine), dir.path(), jobs)));
         }
         println!(

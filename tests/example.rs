@@ -41,9 +41,12 @@ fn example_workspace_runs_then_skips_everything() {
     std::fs::write(&release, text.replace("-- @table", "-- @view")).unwrap();
     let third = run(ws.path(), &["run", "--json"]);
     assert_eq!(third.code, 0, "{}", third.stdout);
+    // The example's `default_schema = "analytics"` places every model in that schema.
     let warehouse = ws.path().join(".phlo/warehouse");
     assert!(warehouse
-        .join("manufacturing.batch_release.view.json")
+        .join("analytics.manufacturing__batch_release.view.json")
         .is_file());
-    assert!(!warehouse.join("manufacturing.batch_release").exists());
+    assert!(!warehouse
+        .join("analytics.manufacturing__batch_release")
+        .exists());
 }

@@ -88,7 +88,8 @@ fn every_lineage_column_has_its_type_in_table_order() {
     assert!(untyped.is_empty(), "untyped columns: {untyped:?}");
 
     // shared.sites is read by models whose names sort before it (assay.*, manufacturing.*):
-    // its columns still come in table order, typed, in the OpenLineage schema facet too.
+    // its columns still come in table order, typed, in the OpenLineage schema facet too. The
+    // dataset is the Delta table where `default_schema = "analytics"` placed it (item 11).
     let inspect = run(ws.path(), &["inspect", "shared.sites", "--json"]).json();
     let expected = common::column_types(&inspect["schema"]);
     let events = run(ws.path(), &["lineage", "--format", "openlineage"]).json();
@@ -96,7 +97,11 @@ fn every_lineage_column_has_its_type_in_table_order() {
     for event in events.as_array().unwrap() {
         for side in ["inputs", "outputs"] {
             for ds in event[side].as_array().into_iter().flatten() {
-                if !ds["name"].as_str().unwrap().ends_with("shared.sites") {
+                if !ds["name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("/.phlo/warehouse/analytics.shared__sites")
+                {
                     continue;
                 }
                 let fields: Vec<String> = ds["facets"]["schema"]["fields"]
@@ -403,6 +408,98 @@ fn the_other_spelling_is_accepted_with_a_hint() {
     );
 }
 
+// Item 11 --------------------------------------------------------------------------------------
+
+#[test]
+fn default_schema_places_every_model_on_every_target() {
+    let ws = lab();
+    let relation = |args: &[&str]| {
+        let out = run(ws.path(), args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["relation"].as_str().unwrap().to_string()
+    };
+    // The example's `default_schema = "analytics"`, as `inspect --config` shows it, is where
+    // the local engine writes: the relation inspect reports, the table and view files.
+    assert_eq!(
+        relation(&["inspect", "result_facts", "--json"]),
+        "analytics.assay__marts__result_facts"
+    );
+    let config = run(ws.path(), &["inspect", "result_facts", "--config"]).stdout;
+    assert!(
+        config
+            .lines()
+            .any(|l| l.contains("schema") && l.contains("analytics")),
+        "{config}"
+    );
+    let out = run(ws.path(), &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let rows = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "assay.marts.result_facts")
+        .unwrap()["rows"]
+        .clone();
+    assert!(rows.as_u64().unwrap() > 0, "{report}");
+    let warehouse = ws.path().join(".phlo/warehouse");
+    let mut written: Vec<String> = std::fs::read_dir(&warehouse)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    written.sort();
+    assert_eq!(written.len(), 14, "{written:?}");
+    assert!(
+        written.iter().all(|n| n.starts_with("analytics.")),
+        "{written:?}"
+    );
+    assert!(written.contains(&"analytics.shared__instruments.view.json".to_string()));
+    // delta-rs's own reader finds the table there, with the rows the run reported.
+    let table = warehouse.join("analytics.assay__marts__result_facts");
+    let counts = std::process::Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/delta_counts.py"))
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(counts.status.success(), "{counts:?}");
+    let counts: Value = serde_json::from_slice(&counts.stdout).unwrap();
+    assert_eq!(counts[table.to_str().unwrap()]["rows"], rows);
+    // A second run finds every model where the first put it.
+    let again = run(ws.path(), &["run", "--json"]).json();
+    assert!(
+        again["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["status"] == "skipped"),
+        "{again}"
+    );
+
+    // A target's own default_schema wins; a target without one takes the workspace's.
+    let url = std::env::var("PHLO_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    edit(ws.path(), "phlo.toml", |t| {
+        format!(
+            "{t}\n[adapters.elsewhere]\ntype = \"local\"\ndefault_schema = \"lab\"\n\n\
+             [adapters.pg]\ntype = \"postgres\"\nurl = \"{url}\"\n"
+        )
+    });
+    assert_eq!(
+        relation(&[
+            "--adapter",
+            "elsewhere",
+            "inspect",
+            "result_facts",
+            "--json"
+        ]),
+        "lab.assay__marts__result_facts"
+    );
+    assert_eq!(
+        relation(&["--adapter", "pg", "inspect", "result_facts", "--json"]),
+        "analytics.assay__marts__result_facts"
+    );
+}
+
 // Item 13 --------------------------------------------------------------------------------------
 
 #[test]
@@ -453,5 +550,121 @@ fn output_cosmetics() {
     assert_eq!(
         tag["diagnostics"][0]["suggestions"],
         serde_json::json!(["kpi"])
+    );
+}
+
+// Item 4, at run time ---------------------------------------------------------------------------
+
+/// The report of a run of the whole lab on the real local engine, with `break_sources` done to
+/// the source files after the engine opened them (as when they change between check and run).
+async fn run_with_sources_broken_after_open(break_sources: impl FnOnce(&Path)) -> Value {
+    use phlo_transform_adapter::LocalEngine;
+    use phlo_transform_compiler::{CatalogSnapshot, Compilation};
+    use phlo_transform_exec::{execute, RunOptions};
+    use phlo_transform_state::{SqliteStateStore, StateStore};
+    use std::sync::Arc;
+
+    let ws = lab();
+    let workspace = phlo_transform_project::Workspace::load(ws.path()).unwrap();
+    let (catalog, diags) = CatalogSnapshot::load(&workspace);
+    let c = Compilation::compile(workspace, catalog, diags);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let (engine, problems) =
+        LocalEngine::open(&ws.path().join(".phlo/warehouse"), &c, Some("analytics")).await;
+    assert!(problems.is_empty());
+    let state: Arc<dyn StateStore> = Arc::new(
+        SqliteStateStore::open(&ws.path().join(".phlo/transform/state.db"))
+            .await
+            .unwrap(),
+    );
+    let plan = phlo_transform_exec::planning::make_plan(
+        &c,
+        "local",
+        &engine,
+        state.as_ref(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    break_sources(ws.path());
+    let report = execute(
+        &c,
+        &plan,
+        Arc::new(engine),
+        state,
+        &RunOptions::new("run", 2),
+    )
+    .await
+    .unwrap();
+    serde_json::to_value(&report).unwrap()
+}
+
+/// The failure of `model` in `report`.
+fn failure<'a>(report: &'a Value, model: &str) -> &'a Value {
+    let m = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == model)
+        .unwrap();
+    assert_eq!(m["status"], "failed", "{m}");
+    &m["error"]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_broken_after_check_is_r003_naming_it_and_its_file() {
+    // A malformed CSV row: the engine said E006 "Csv error: incorrect number of fields for
+    // line 14" and blamed the model's SQL file.
+    let report = run_with_sources_broken_after_open(|root| {
+        let specs = root.join("sources/ref/specs.csv");
+        let text = std::fs::read_to_string(&specs).unwrap();
+        std::fs::write(
+            &specs,
+            format!("{text}PX-900,assay_purity,%,98.0,102.0,surplus\n"),
+        )
+        .unwrap();
+    })
+    .await;
+    let e = failure(&report, "assay.marts.result_facts");
+    assert_eq!(e["code"], "R003", "{e}");
+    assert_eq!(
+        e["message"],
+        "source `ref.specs` at `sources/ref/specs.csv` cannot be read: malformed CSV: line 14 \
+         has 6 fields where the header has 5"
+    );
+    assert_eq!(e["file"], "sources/ref/specs.csv");
+    assert_eq!(e["retryable"], false);
+    assert!(
+        e["help"]
+            .as_str()
+            .unwrap()
+            .starts_with("fix or replace the data"),
+        "{e}"
+    );
+    let status = by_name(&report, "status");
+    assert_eq!(status["assay.marts.batch_quality"], "blocked");
+    assert_eq!(status["shared.sites"], "passed");
+
+    // A corrupt Parquet file: the engine said A006 "Failed to parse parquet".
+    let report = run_with_sources_broken_after_open(|root| {
+        std::fs::write(
+            root.join("sources/lims/results.parquet"),
+            b"PAR1 not parquet",
+        )
+        .unwrap();
+    })
+    .await;
+    let e = failure(&report, "assay.marts.result_facts");
+    assert_eq!(e["code"], "R003", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message
+            .starts_with("source `lims.results` at `sources/lims/results.parquet` cannot be read:"),
+        "{message}"
+    );
+    assert_eq!(e["file"], "sources/lims/results.parquet");
+    assert!(
+        !report.to_string().contains("datafusion.public"),
+        "{report}"
     );
 }

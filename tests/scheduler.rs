@@ -192,7 +192,7 @@ async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness
     let c: &'static Compilation = Box::leak(Box::new(Compilation::compile(ws, catalog, diags)));
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let warehouse = dir.path().join(".phlo/warehouse");
-    let (inner, problems) = LocalEngine::open(&warehouse, c).await;
+    let (inner, problems) = LocalEngine::open(&warehouse, c, None).await;
     assert!(problems.is_empty());
     let engine = Arc::new(FaultyEngine {
         inner,

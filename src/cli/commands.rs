@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
-    compile, open_engine, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
-    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    compile, local_default_schema, open_engine, open_state, open_state_read_only, render, Paths,
+    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
@@ -755,7 +755,10 @@ pub async fn run(
     if c.has_errors() {
         let planned = match open_state(paths).await {
             Ok(store) => {
-                let engine = phlo_transform_adapter::LocalEngine::unregistered(&paths.warehouse);
+                let engine = phlo_transform_adapter::LocalEngine::unregistered(
+                    &paths.warehouse,
+                    local_default_schema(c).as_deref(),
+                );
                 phlo_transform_exec::planning::make_plan(
                     c,
                     LOCAL_ENVIRONMENT,

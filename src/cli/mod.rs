@@ -359,13 +359,26 @@ pub async fn open_engine(
     Ok((engine, diags))
 }
 
+/// `default_schema` of the embedded engine (`--adapter local`): where it places models.
+pub fn local_default_schema(c: &Compilation) -> Option<String> {
+    c.workspace
+        .adapter_target(Some("local"))
+        .ok()
+        .and_then(|t| t.settings.default_schema)
+}
+
 /// The embedded local engine over the workspace's warehouse with every source registered:
 /// what `diff` reads (it compares Delta versions, which only the local engine has).
 pub async fn open_local_engine(
     paths: &Paths,
     c: &Compilation,
 ) -> (phlo_transform_adapter::LocalEngine, Vec<Diagnostic>) {
-    let (engine, problems) = phlo_transform_adapter::LocalEngine::open(&paths.warehouse, c).await;
+    let (engine, problems) = phlo_transform_adapter::LocalEngine::open(
+        &paths.warehouse,
+        c,
+        local_default_schema(c).as_deref(),
+    )
+    .await;
     let diags = problems
         .into_iter()
         .map(|p| {

@@ -274,6 +274,9 @@ pub fn run(r: &RunReport) -> String {
             _ => m.outdated.clone().unwrap_or_default(),
         };
         row(&mut out, &m.status, &m.name, width, &detail);
+        if let Some(help) = m.error.as_ref().and_then(|e| e.help.as_ref()) {
+            let _ = writeln!(out, "  {:<8} {:<width$}  help: {help}", "", "");
+        }
     }
     if !r.tests.is_empty() {
         let _ = writeln!(out, "Tests");

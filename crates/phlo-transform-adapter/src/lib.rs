@@ -36,7 +36,7 @@ mod freshness;
 mod inflight;
 mod job;
 pub mod local;
-mod naming;
+pub mod naming;
 mod position;
 pub mod postgres;
 mod relation;

@@ -4,6 +4,8 @@
 //! transaction is checked before writing, since delta-rs does not enforce it), and `@view`
 //! models stored as their SQL in
 //! `.phlo/warehouse/<model>.view.json` and re-registered by every session that reads them.
+//! With `default_schema` a model's relation is `<schema>.<table>` as a SQL warehouse would
+//! place it (`crate::naming::local_model`), in the warehouse and in the session alike.
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
@@ -37,6 +39,8 @@ pub const APP_ID_PREFIX: &str = "phlo-transform:";
 pub struct LocalEngine {
     ctx: SessionContext,
     warehouse: Warehouse,
+    /// `default_schema` of the target: every model's relation is in it (see `naming`).
+    default_schema: Option<String>,
     /// The target dialect's semantics the engine follows where it can exactly (NULL ordering,
     /// integer division, `extract` types).
     semantics: Semantics,
@@ -61,10 +65,14 @@ pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
 
 impl LocalEngine {
     /// A session over `warehouse` with every readable source of `c` and every existing model
-    /// relation registered. Sources that cannot be registered are reported, not fatal: the
-    /// models that read them fail when they run.
-    pub async fn open(warehouse: &Path, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
-        let engine = Self::with_semantics(warehouse, c.dialect.semantics.clone());
+    /// relation (placed in `default_schema` when set) registered. Sources that cannot be
+    /// registered are reported, not fatal: the models that read them fail when they run.
+    pub async fn open(
+        warehouse: &Path,
+        c: &Compilation,
+        default_schema: Option<&str>,
+    ) -> (LocalEngine, Vec<AdapterError>) {
+        let engine = Self::with_semantics(warehouse, default_schema, c.dialect.semantics.clone());
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -86,7 +94,8 @@ impl LocalEngine {
         }
         for &i in &c.order {
             let m = &c.models[i];
-            let name = m.name.as_str();
+            let name = engine.relation_name(m.name.as_str());
+            let name = name.as_str();
             // A relation that cannot be registered stays missing; planning rebuilds it.
             let _ = match m.materialization {
                 Materialization::Ephemeral => Ok(()),
@@ -101,11 +110,15 @@ impl LocalEngine {
 
     /// An engine with nothing registered: enough to name relations and see whether they exist
     /// (what planning needs), without opening every table.
-    pub fn unregistered(warehouse: &Path) -> LocalEngine {
-        Self::with_semantics(warehouse, Semantics::default())
+    pub fn unregistered(warehouse: &Path, default_schema: Option<&str>) -> LocalEngine {
+        Self::with_semantics(warehouse, default_schema, Semantics::default())
     }
 
-    fn with_semantics(warehouse: &Path, semantics: Semantics) -> LocalEngine {
+    fn with_semantics(
+        warehouse: &Path,
+        default_schema: Option<&str>,
+        semantics: Semantics,
+    ) -> LocalEngine {
         let mut config = SessionConfig::new();
         semantics.configure(&mut config);
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
@@ -123,8 +136,14 @@ impl LocalEngine {
         LocalEngine {
             ctx: SessionContext::new_with_state(state),
             warehouse: Warehouse::new(warehouse),
+            default_schema: default_schema.map(str::to_string),
             semantics,
         }
+    }
+
+    /// The one-part name model `model` has in the session and the warehouse.
+    pub fn relation_name(&self, model: &str) -> String {
+        crate::naming::local_model(model, self.default_schema.as_deref())
     }
 
     /// The session every source and existing model relation is registered in.
@@ -301,6 +320,32 @@ impl LocalEngine {
         Ok(MaterializeOutcome::default())
     }
 
+    /// `e` in the user's names: DataFusion calls a relation `datafusion.public.<name>` (its
+    /// default catalog and schema, which the user never sees), and its object store writes
+    /// paths without their leading `/`.
+    fn in_user_names(&self, mut e: AdapterError) -> AdapterError {
+        e.message = e.message.replace("datafusion.public.", "");
+        let Some(root) = self.warehouse.root().parent().and_then(Path::parent) else {
+            return e;
+        };
+        let root = root.to_string_lossy();
+        if let Some(bare) = root.strip_prefix('/').filter(|b| !b.is_empty()) {
+            let mut fixed = String::with_capacity(e.message.len());
+            let mut rest = e.message.as_str();
+            while let Some(at) = rest.find(bare) {
+                fixed.push_str(&rest[..at]);
+                if !fixed.ends_with('/') {
+                    fixed.push('/');
+                }
+                fixed.push_str(bare);
+                rest = &rest[at + bare.len()..];
+            }
+            fixed.push_str(rest);
+            e.message = fixed;
+        }
+        e
+    }
+
     async fn count_table(&self, relation: &str) -> Result<u64, AdapterError> {
         count_rows_of(self.ctx.table(TableReference::bare(relation)).await).await
     }
@@ -380,8 +425,8 @@ async fn open_iceberg_provider(
     Ok(Arc::new(provider))
 }
 
-/// The local engine's relations are one part, the model or source name itself (a dotted
-/// name registered as one DataFusion table).
+/// The local engine's relations are one part, a dotted name registered as one DataFusion
+/// table: the source's name, the model's name or its `default_schema` placement.
 #[async_trait]
 impl Adapter for LocalEngine {
     fn name(&self) -> &str {
@@ -393,7 +438,7 @@ impl Adapter for LocalEngine {
     }
 
     fn model_relation(&self, model_name: &str) -> Relation {
-        Relation::new([model_name])
+        Relation::new([self.relation_name(model_name)])
     }
 
     fn source_relation(&self, source_name: &str) -> Relation {
@@ -426,8 +471,11 @@ impl Adapter for LocalEngine {
     }
 
     async fn execute(&self, query: &Query, _: &InFlight) -> Result<u64, AdapterError> {
-        let plan = self.plan_query(query).await?;
-        count_rows_of(self.ctx.execute_logical_plan(plan).await).await
+        let plan = self.plan_query(query).await;
+        let plan = plan.map_err(|e| self.in_user_names(e))?;
+        count_rows_of(self.ctx.execute_logical_plan(plan).await)
+            .await
+            .map_err(|e| self.in_user_names(e))
     }
 
     async fn create_table(
@@ -435,7 +483,9 @@ impl Adapter for LocalEngine {
         job: &MaterializeJob,
         _: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        self.write_table(job).await
+        self.write_table(job)
+            .await
+            .map_err(|e| self.in_user_names(e))
     }
 
     async fn create_view(
@@ -443,7 +493,9 @@ impl Adapter for LocalEngine {
         job: &MaterializeJob,
         _: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        self.write_view(job).await
+        self.write_view(job)
+            .await
+            .map_err(|e| self.in_user_names(e))
     }
 
     /// The Delta sink decides between the strategy and a full rebuild (see `delta`).
@@ -452,7 +504,9 @@ impl Adapter for LocalEngine {
         job: &MaterializeJob,
         _: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        self.write_table(job).await
+        self.write_table(job)
+            .await
+            .map_err(|e| self.in_user_names(e))
     }
 
     async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
@@ -512,5 +566,25 @@ impl Adapter for LocalEngine {
     /// The query as DataFusion SQL; the Delta write around it is not SQL.
     fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {
         Ok(vec![job.query.to_string()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_messages_use_the_users_names_and_whole_paths() {
+        let engine = LocalEngine::unregistered(Path::new("/ws/lab/.phlo/warehouse"), None);
+        let e = engine.in_user_names(err(
+            codes::QUERY_FAILED,
+            "Object at location ws/lab/sources/a.csv not found; table \
+             'datafusion.public.ref.specs' not found; /ws/lab/b.csv",
+        ));
+        assert_eq!(
+            e.message,
+            "Object at location /ws/lab/sources/a.csv not found; table 'ref.specs' not found; \
+             /ws/lab/b.csv"
+        );
     }
 }

@@ -4,6 +4,11 @@
 //! every model goes to that schema and the whole name, joined with `__`, is the table. A
 //! source is addressed by its own segments (`raw.orders` → `"raw"."orders"`). A one-segment
 //! name lives in the engine's default schema.
+//!
+//! The local engine has no schemas: a relation is one name, a directory of the warehouse.
+//! Without `default_schema` that is the model's name; with it, the same schema and table as
+//! a SQL warehouse's, joined with `.` (`analytics.shared__dims__date`), so `default_schema`
+//! places a model alike on every engine.
 
 use crate::Relation;
 
@@ -15,6 +20,15 @@ pub fn model(name: &str, default_schema: Option<&str>, engine_default: &str) -> 
         (None, [only]) => Relation::new([engine_default, only]),
         (None, [schema, rest @ ..]) => Relation::new([schema.to_string(), rest.join("__")]),
         (None, []) => Relation::new([engine_default, name]),
+    }
+}
+
+/// The local engine's one-part name for model `name`: `schema.table` as [`model`] places it
+/// under `default_schema`, else the model's own name.
+pub fn local_model(name: &str, default_schema: Option<&str>) -> String {
+    match default_schema {
+        Some(_) => model(name, default_schema, "").to_string(),
+        None => name.to_string(),
     }
 }
 
@@ -47,5 +61,15 @@ mod tests {
         );
         assert_eq!(model("top", None, "main").parts, ["main", "top"]);
         assert_eq!(source("raw.orders", "public").parts, ["raw", "orders"]);
+    }
+
+    #[test]
+    fn local_names_place_models_as_the_warehouses_do() {
+        assert_eq!(local_model("shared.dims.date", None), "shared.dims.date");
+        assert_eq!(
+            local_model("shared.dims.date", Some("analytics")),
+            "analytics.shared__dims__date"
+        );
+        assert_eq!(local_model("top", Some("a")), "a.top");
     }
 }

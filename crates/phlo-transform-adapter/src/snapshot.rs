@@ -32,7 +32,7 @@ pub struct TableVersion {
 impl LocalEngine {
     /// Whether the model has a Delta table in this warehouse.
     pub fn has_table(&self, model: &str) -> bool {
-        self.table_path(model)
+        self.table_path(&self.relation_name(model))
             .is_ok_and(|p| crate::delta::has_commit(&p))
     }
 
@@ -42,7 +42,7 @@ impl LocalEngine {
         model: &str,
         at: &DeltaAt,
     ) -> Result<(Arc<dyn TableProvider>, u64), AdapterError> {
-        let path = self.table_path(model)?;
+        let path = self.table_path(&self.relation_name(model))?;
         let unavailable =
             |e: String| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}"));
         let url = deltalake::ensure_table_uri(path.to_string_lossy())
@@ -66,7 +66,9 @@ impl LocalEngine {
 
     /// Every commit still in the model's log (JSON commit files), oldest first.
     pub fn table_versions(&self, model: &str) -> Result<Vec<TableVersion>, AdapterError> {
-        let log = self.table_path(model)?.join("_delta_log");
+        let log = self
+            .table_path(&self.relation_name(model))?
+            .join("_delta_log");
         let unreadable = |e: std::io::Error| {
             err(
                 codes::RELATION_UNAVAILABLE,

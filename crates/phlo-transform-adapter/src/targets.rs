@@ -48,9 +48,16 @@ pub async fn open(
         "local" => {
             let warehouse = root.join(".phlo").join("warehouse");
             Ok(match purpose {
-                Purpose::Plan => (Arc::new(LocalEngine::unregistered(&warehouse)), Vec::new()),
+                Purpose::Plan => (
+                    Arc::new(LocalEngine::unregistered(
+                        &warehouse,
+                        s.default_schema.as_deref(),
+                    )),
+                    Vec::new(),
+                ),
                 Purpose::Run { .. } => {
-                    let (engine, problems) = LocalEngine::open(&warehouse, c).await;
+                    let (engine, problems) =
+                        LocalEngine::open(&warehouse, c, s.default_schema.as_deref()).await;
                     (Arc::new(engine), problems)
                 }
             })

@@ -34,6 +34,15 @@ pub struct SourceState {
     pub unreadable_data: Option<String>,
 }
 
+/// How a source differs from what a [`CatalogSnapshot`] recorded of it (both R003).
+#[derive(Clone, Debug)]
+pub enum SourceDrift {
+    /// Its data cannot be read now: the diagnostic `check` gives for it.
+    Unreadable(Diagnostic),
+    /// It reads, but is not the data recorded.
+    Changed(Diagnostic),
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CatalogSnapshot {
     pub sources: BTreeMap<String, SourceState>,
@@ -61,6 +70,35 @@ impl CatalogSnapshot {
             }
         }
         (snapshot, diags)
+    }
+
+    /// Source `name` read again against what this snapshot recorded; `None` when it reads as
+    /// recorded (or is not a local file the snapshot read). What a run asks when a model
+    /// reading the source fails, so that the failure names the source and its file instead of
+    /// the engine's internal names for them.
+    pub fn recheck(&self, workspace: &Workspace, name: &str) -> Option<SourceDrift> {
+        let source = workspace.sources.iter().find(|s| s.name == name)?;
+        let recorded = self.sources.get(name)?;
+        if source.rest.is_some() || recorded.unreadable_data.is_some() {
+            return None;
+        }
+        match read_state(source) {
+            Err(unreadable) => Some(SourceDrift::Unreadable(unreadable_source(
+                workspace, source, unreadable,
+            ))),
+            Ok(now) if now.state != recorded.state => Some(SourceDrift::Changed(
+                Diagnostic::error(
+                    codes::UNREADABLE_SOURCE,
+                    format!(
+                        "source `{}` at `{}` changed after the run checked it",
+                        source.name, source.location
+                    ),
+                )
+                .in_file(source.location.clone())
+                .with_help("run again: a run reads its sources as they were when it started"),
+            )),
+            Ok(_) => None,
+        }
     }
 }
 

@@ -24,7 +24,7 @@ pub mod typing;
 pub mod validate;
 pub mod version;
 
-pub use catalog::{CatalogSnapshot, SourceState};
+pub use catalog::{CatalogSnapshot, SourceDrift, SourceState};
 pub use compile::{Compilation, CompiledModel, Dependency, ModelLookup};
 pub use lineage::LineageGraph;
 pub use tests::{CompiledTest, TestKind};

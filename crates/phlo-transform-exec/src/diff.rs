@@ -12,6 +12,7 @@
 //!   commit recorded that model version (`phlo.model_version`).
 
 use datafusion::prelude::DataFrame;
+use datafusion::sql::TableReference;
 use phlo_transform_adapter::snapshot::{DeltaAt, TableVersion};
 use phlo_transform_adapter::LocalEngine;
 use phlo_transform_compiler::resolve::Target;
@@ -176,7 +177,7 @@ async fn side_frame(
     match spec {
         SideSpec::Workspace => {
             let physical = |t: &Target| match t {
-                Target::Model(i) => vec![c.models[*i].name.as_str().to_string()],
+                Target::Model(i) => vec![engine.relation_name(c.models[*i].name.as_str())],
                 Target::Source(s) => vec![s.clone()],
             };
             let query = c.executable_query(index, &physical).ok_or_else(|| {
@@ -206,9 +207,12 @@ async fn side_frame(
                 "diff a model downstream of it, or compare two workspace states with --from/--to",
             )),
             Materialization::View => {
-                let df = ctx.table(name).await.map_err(|_| {
-                    unreadable(name, "the materialised view", "it has not been built")
-                })?;
+                let df = ctx
+                    .table(TableReference::bare(engine.relation_name(name)))
+                    .await
+                    .map_err(|_| {
+                        unreadable(name, "the materialised view", "it has not been built")
+                    })?;
                 Ok((df, format!("{name} as last materialised (view)")))
             }
             Materialization::Table | Materialization::Incremental => {

@@ -67,6 +67,7 @@ impl ErrorInfo {
             at: now(),
             retryable: false,
             file: None,
+            help: None,
         }
     }
 

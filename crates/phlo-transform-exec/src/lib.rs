@@ -14,6 +14,7 @@ pub mod planning;
 mod recorder;
 mod report;
 mod scheduler;
+mod source_failure;
 mod tests_run;
 
 pub use cancel::CancelHandle;

@@ -15,9 +15,13 @@ pub struct ErrorInfo {
     pub attempt: u32,
     pub at: String,
     pub retryable: bool,
-    /// The model's file, for failures of a model's own query.
+    /// The model's file, for failures of a model's own query; the source's file for a source
+    /// that could not be read (R003).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// What to do about it, where the failure says more than its code's help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

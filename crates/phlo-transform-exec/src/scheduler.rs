@@ -402,6 +402,7 @@ impl<'a> Scheduler<'a> {
                 Ok(None)
             }
             Err(failure) => {
+                let failure = crate::source_failure::explain(self.c, &name, failure);
                 // Written before any backoff: a run killed while waiting keeps the attempt.
                 self.recorder
                     .attempt(

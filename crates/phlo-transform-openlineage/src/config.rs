@@ -29,6 +29,8 @@ pub struct OpenLineageConfig {
     pub timeout: Duration,
     /// Where the local engine writes models: their datasets are named by their location.
     pub warehouse: PathBuf,
+    /// The local engine's `default_schema`, which places models in the warehouse.
+    pub default_schema: Option<String>,
 }
 
 impl std::fmt::Debug for OpenLineageConfig {
@@ -41,6 +43,7 @@ impl std::fmt::Debug for OpenLineageConfig {
             .field("namespace", &self.namespace)
             .field("timeout", &self.timeout)
             .field("warehouse", &self.warehouse)
+            .field("default_schema", &self.default_schema)
             .finish()
     }
 }
@@ -48,12 +51,17 @@ impl std::fmt::Debug for OpenLineageConfig {
 impl OpenLineageConfig {
     /// The workspace's `[openlineage]` section with the process environment over it.
     pub fn from_env(workspace: &Workspace, warehouse: &Path) -> OpenLineageConfig {
-        Self::resolve(
+        let mut config = Self::resolve(
             &workspace.config.openlineage,
             &workspace.root,
             warehouse,
             |name| std::env::var(name).ok(),
-        )
+        );
+        config.default_schema = workspace
+            .adapter_target(Some("local"))
+            .ok()
+            .and_then(|t| t.settings.default_schema);
+        config
     }
 
     /// `section` (paths in it relative to `root`) with variables read through `env` over it.
@@ -92,6 +100,7 @@ impl OpenLineageConfig {
                 .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
             timeout: Duration::from_secs(timeout.clamp(1, MAX_TIMEOUT_SECONDS)),
             warehouse: warehouse.to_path_buf(),
+            default_schema: None,
         }
     }
 

@@ -3,8 +3,9 @@
 //! tools reading the same files matches the same nodes:
 //!
 //! - a model the local engine writes (table, incremental) is its Delta table directory:
-//!   namespace `file`, name the absolute path `<warehouse>/<model>`; a view is its
-//!   definition file `<warehouse>/<model>.view.json`;
+//!   namespace `file`, name the absolute path `<warehouse>/<relation>`; a view is its
+//!   definition file `<warehouse>/<relation>.view.json` (the relation is the model's name, or
+//!   its `default_schema` placement: `phlo_transform_adapter::naming::local_model`);
 //! - a source with a location is that file or directory (`file`, absolute path);
 //! - an Iceberg REST catalog table: namespace the catalog's base URL (no userinfo), name
 //!   `namespace.table`;
@@ -12,6 +13,7 @@
 //!   the configured job namespace, name the logical name.
 
 use crate::config::{redact_url, OpenLineageConfig};
+use phlo_transform_adapter::naming::local_model;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_project::Materialization;
 use serde_json::{json, Value};
@@ -46,9 +48,12 @@ pub fn model(
     name: &str,
     materialization: Materialization,
 ) -> DatasetId {
+    let relation = local_model(name, config.default_schema.as_deref());
     match materialization {
-        Materialization::Table | Materialization::Incremental => file(&config.warehouse.join(name)),
-        Materialization::View => file(&config.warehouse.join(format!("{name}.view.json"))),
+        Materialization::Table | Materialization::Incremental => {
+            file(&config.warehouse.join(relation))
+        }
+        Materialization::View => file(&config.warehouse.join(format!("{relation}.view.json"))),
         Materialization::Ephemeral => DatasetId {
             namespace: config.namespace.clone(),
             name: name.to_string(),

@@ -21,7 +21,8 @@ pub struct AdapterSection {
     pub url: Option<String>,
     /// Name of the environment variable holding the password.
     pub password_env: Option<String>,
-    /// Schema every model is written to instead of one schema per namespace.
+    /// Schema every model is written to instead of one schema per namespace; `[transform]
+    /// default_schema` when unset (see [`Workspace::adapter_target`]).
     pub default_schema: Option<String>,
     /// trino: the catalog models are written to.
     pub catalog: Option<String>,
@@ -114,9 +115,11 @@ impl AdapterTarget {
 impl Workspace {
     /// The target `--adapter name` chooses: `[adapters.<name>]`, or `[adapter]` (and the local
     /// engine when there is none) without a name. `local` always names the local engine.
-    /// An unknown name or an invalid target is A008.
+    /// A target without its own `default_schema` takes `[transform] default_schema`, so the
+    /// workspace's setting places models on every engine alike. An unknown name or an invalid
+    /// target is A008.
     pub fn adapter_target(&self, name: Option<&str>) -> Result<AdapterTarget, Diagnostic> {
-        let target = match name {
+        let mut target = match name {
             None | Some("default") => match &self.config.adapter {
                 Some(settings) => AdapterTarget {
                     name: "default".into(),
@@ -144,6 +147,9 @@ impl Workspace {
             },
         };
         validate(&target)?;
+        if target.settings.default_schema.is_none() {
+            target.settings.default_schema = self.config.transform.default_schema.clone();
+        }
         Ok(target)
     }
 }
