@@ -60,6 +60,16 @@ fn the_lab_walk_through_runs_as_written() {
     let readme = std::fs::read_to_string(repo.join("examples/lab/README.md")).unwrap();
     let steps = steps(&readme);
     assert!(steps.len() >= 15, "{} steps", steps.len());
+    // What a newcomer's ten minutes must cover (issue 11), each run at least once.
+    for command in [
+        "check", "inspect", "lineage", "impact", "plan", "run", "explain", "diff", "clean",
+    ] {
+        assert!(
+            steps.iter().any(|s| s.command.starts_with("cargo run -- ")
+                && s.command.split_whitespace().any(|w| w == command)),
+            "the walk-through never runs `{command}`"
+        );
+    }
 
     let root = tempfile::tempdir().unwrap();
     common::copy_dir(

@@ -8,12 +8,12 @@ use phlo_transform_diff::{DiffOptions, Strategy};
 use phlo_transform_exec::diff::{diff_model, DiffArgs};
 use std::path::PathBuf;
 
-use super::commands::{compile_or_report, fatal};
+use super::commands::{compile_or_report, fatal, resolve_model};
 use super::{open_local_engine, render, Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
 pub struct DiffCliArgs {
-    /// Model name (`assay.results`).
+    /// Model name (`assay.results`) or a unique suffix of it (`results`).
     pub model: String,
     /// Base side: `materialized` (default), `workspace`, `delta:<version>`,
     /// `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits).
@@ -105,7 +105,7 @@ impl DiffCliArgs {
 }
 
 pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
-    let library_args = match args.library_args() {
+    let mut library_args = match args.library_args() {
         Ok(a) => a,
         Err(d) => return fatal(d, json),
     };
@@ -113,6 +113,11 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // A unique suffix names the model, as for inspect, explain and selectors.
+    match resolve_model(c, &args.model) {
+        Ok(i) => library_args.model = c.models[i].name.to_string(),
+        Err(d) => return fatal(d, json),
+    }
     let (engine, _) = open_local_engine(paths, c).await;
     let report = match diff_model(c, &engine, library_args).await {
         Ok(r) => r,
