@@ -259,7 +259,11 @@ fn state_commands(dir: &Path, state: Option<&str>) {
         ambiguous.stderr
     );
     assert!(ambiguous.stderr.contains(&failed_id) && ambiguous.stderr.contains(&passed_id));
-    assert!(ambiguous.stderr.contains("help:"));
+    // The help points where the candidates are printed: above it (issue 11, item 13).
+    let help = ambiguous.stderr.find("help:").expect("a help line");
+    assert!(ambiguous.stderr[help..].contains("candidates above"));
+    assert!(ambiguous.stderr.find(&failed_id).unwrap() < help);
+    assert!(ambiguous.stderr.find(&passed_id).unwrap() < help);
     let json = with_state(dir, state, &["state", "show", &common_prefix, "--json"]);
     let d = &json.json()["diagnostics"][0];
     assert_eq!(d["code"], "Y004");
