@@ -9,7 +9,7 @@ mod common;
 mod interrupt;
 
 use common::{run, write_file};
-use interrupt::{passed, runtime, snapshot, spawn_run, wait_for_passes, MODELS};
+use interrupt::{kill_after, passed, runtime, spawn_run, wait_for_passes, MODELS};
 use phlo_transform_state::{NodeRecord, SqliteStateStore, StateStore};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -65,6 +65,19 @@ fn delta_counts(tables: &[PathBuf]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// An independent reader finds all `ROWS` rows in each of `tables`.
+fn assert_whole(tables: &[PathBuf]) {
+    let counts = delta_counts(tables);
+    for t in tables {
+        assert_eq!(
+            counts[t.to_str().unwrap()]["rows"].as_u64(),
+            Some(ROWS as u64),
+            "{}",
+            t.display()
+        );
+    }
+}
+
 #[test]
 fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
     let ws = tempfile::tempdir().unwrap();
@@ -73,22 +86,9 @@ fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
     let state = root.join(".phlo/transform/state.db");
     let rt = runtime();
 
-    let mut child = spawn_run(root);
-    let run_id = wait_for_passes(&rt, &mut child, &state, 10);
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-
-    let (_, before) = snapshot(&rt, &state).unwrap();
-    let passed_before: BTreeMap<String, NodeRecord> = before
-        .iter()
-        .filter(|n| n.status == "passed")
-        .map(|n| (n.node.clone(), n.clone()))
-        .collect();
-    assert!(
-        passed_before.len() >= 10 && passed_before.len() < MODELS,
-        "killed with {} of {MODELS} passed",
-        passed_before.len()
-    );
+    let (run_id, before) = kill_after(&rt, root, 10);
+    let passed_before: BTreeMap<String, NodeRecord> =
+        before.into_iter().map(|n| (n.node.clone(), n)).collect();
     let generation = rt.block_on(async {
         let store = SqliteStateStore::open(&state).await.unwrap();
         let run = &store.runs_with_prefix(&run_id, 2).await.unwrap()[0];
@@ -146,15 +146,7 @@ fn a_killed_run_resumes_and_executes_each_remaining_model_exactly_once() {
 
     // An independent reader sees whole tables: every one has all its rows.
     let tables: Vec<PathBuf> = (0..MODELS).map(|i| table_dir(root, i)).collect();
-    let counts = delta_counts(&tables);
-    for t in &tables {
-        assert_eq!(
-            counts[t.to_str().unwrap()]["rows"].as_u64(),
-            Some(ROWS as u64),
-            "{}",
-            t.display()
-        );
-    }
+    assert_whole(&tables);
 
     // Nothing is left to do, and a finished run cannot be resumed.
     let again = run(root, &["run", "--json"]).json();
@@ -174,13 +166,7 @@ fn a_table_killed_before_its_first_commit_is_created_on_resume() {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
     fifty_models(root);
-    let state = root.join(".phlo/transform/state.db");
-    let rt = runtime();
-
-    let mut child = spawn_run(root);
-    let run_id = wait_for_passes(&rt, &mut child, &state, 5);
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let (run_id, _) = kill_after(&runtime(), root, 5);
 
     let mut emptied = Vec::new();
     for i in 0..MODELS {
@@ -213,15 +199,7 @@ fn a_table_killed_before_its_first_commit_is_created_on_resume() {
     assert_eq!(report["counts"]["passed"], MODELS, "{failures:?}");
 
     let tables: Vec<PathBuf> = emptied.iter().map(|&i| table_dir(root, i)).collect();
-    let counts = delta_counts(&tables);
-    for t in &tables {
-        assert_eq!(
-            counts[t.to_str().unwrap()]["rows"].as_u64(),
-            Some(ROWS as u64),
-            "{}",
-            t.display()
-        );
-    }
+    assert_whole(&tables);
     assert!(orphan.is_file(), "the orphan data file is left for VACUUM");
 }
 

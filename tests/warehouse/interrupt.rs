@@ -76,6 +76,31 @@ pub fn wait_for_passes(
     }
 }
 
+/// Starts `run --jobs 2` in `root` and kills it (SIGKILL) once at least `at_least` models
+/// passed: the run's id and the records of the models that had passed by then (checked to be
+/// at least `at_least` and fewer than all), read from its SQLite state after the kill.
+pub fn kill_after(
+    rt: &tokio::runtime::Runtime,
+    root: &Path,
+    at_least: usize,
+) -> (String, Vec<NodeRecord>) {
+    let state = root.join(".phlo/transform/state.db");
+    let mut child = spawn_run(root);
+    let run_id = wait_for_passes(rt, &mut child, &state, at_least);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (_, nodes) = snapshot(rt, &state).unwrap();
+    let passed_before: Vec<NodeRecord> =
+        nodes.into_iter().filter(|n| n.status == "passed").collect();
+    assert!(
+        passed_before.len() >= at_least && passed_before.len() < MODELS,
+        "killed with {} of {MODELS} passed",
+        passed_before.len()
+    );
+    (run_id, passed_before)
+}
+
 /// `run --resume` by a unique prefix of `run_id` after a kill that left `passed_before`
 /// passed: the same run continues and passes, every model passes, and only models that
 /// passed before are reused — and a model whose pass the killed process recorded just before

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use crate::common::{by_name, run, workspace, write_file, Output};
-use crate::interrupt::{runtime, snapshot, spawn_run, wait_for_passes, MODELS};
+use crate::interrupt::{kill_after, runtime, MODELS};
 use crate::rows::{self, Row};
 use crate::tpch_data;
 use std::path::Path;
@@ -270,24 +270,8 @@ pub fn killed_run_resumes(root: &Path, warehouse: &dyn Warehouse) {
         ),
     );
     crate::interrupt::chains(root, "select v, w from raw.numbers");
-    let state = root.join(".phlo/transform/state.db");
-    let rt = runtime();
-    let mut child = spawn_run(root);
-    let run_id = wait_for_passes(&rt, &mut child, &state, 10);
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-
-    let (_, before) = snapshot(&rt, &state).unwrap();
-    let passed_before: Vec<String> = before
-        .iter()
-        .filter(|n| n.status == "passed")
-        .map(|n| n.node.clone())
-        .collect();
-    assert!(
-        passed_before.len() >= 10 && passed_before.len() < MODELS,
-        "killed with {} of {MODELS} passed",
-        passed_before.len()
-    );
+    let (run_id, before) = kill_after(&runtime(), root, 10);
+    let passed_before: Vec<String> = before.into_iter().map(|n| n.node).collect();
     for name in &passed_before {
         warehouse.execute(&format!(
             "COMMENT ON COLUMN {name}.v IS 'built before the kill'"

@@ -17,6 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::naming::SchemaNaming;
 use crate::sqlgen::{self, ident, BATCH};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
@@ -25,7 +26,7 @@ use crate::{
 
 pub struct DuckDbEngine {
     root: Mutex<Connection>,
-    default_schema: Option<String>,
+    naming: SchemaNaming,
     running: Arc<Mutex<HashMap<String, Arc<InterruptHandle>>>>,
     next: AtomicU64,
 }
@@ -73,7 +74,7 @@ impl DuckDbEngine {
         })?;
         Ok(DuckDbEngine {
             root: Mutex::new(conn),
-            default_schema: default_schema.map(str::to_string),
+            naming: SchemaNaming::new(default_schema, MAIN),
             running: Arc::default(),
             next: AtomicU64::new(1),
         })
@@ -329,26 +330,12 @@ impl Adapter for DuckDbEngine {
         "duckdb"
     }
 
-    fn dialect(&self) -> &str {
-        "duckdb"
-    }
-
     fn model_relation(&self, model_name: &str) -> Relation {
-        crate::naming::model(model_name, self.default_schema.as_deref(), "main")
+        self.naming.model(model_name)
     }
 
     fn source_relation(&self, source_name: &str) -> Relation {
-        crate::naming::source(source_name, "main")
-    }
-
-    async fn introspect_relation(
-        &self,
-        relation: &Relation,
-    ) -> Result<Option<RelationInfo>, AdapterError> {
-        Ok(self
-            .introspect_relations(std::slice::from_ref(relation))
-            .await?
-            .remove(0))
+        self.naming.source(source_name)
     }
 
     async fn introspect_relations(
@@ -361,7 +348,7 @@ impl Adapter for DuckDbEngine {
     }
 
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
-        let sql = format!("SELECT count(*) FROM ({query}) AS q");
+        let sql = sqlgen::count_rows(query);
         self.on_connection(inflight, move |conn| {
             conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
                 .map(|n| n as u64)

@@ -83,8 +83,11 @@ pub trait Adapter: Send + Sync {
     fn name(&self) -> &str;
 
     /// The dialect models are type-checked against and printed in (`dialects/<name>.toml`):
-    /// `datafusion` for the local engine.
-    fn dialect(&self) -> &str;
+    /// by default the adapter's name (`postgres`, `duckdb`, `trino`); `datafusion` for the
+    /// local engine.
+    fn dialect(&self) -> &str {
+        self.name()
+    }
 
     /// The physical relation model `model_name` (`assay.results`) is written to.
     fn model_relation(&self, model_name: &str) -> Relation;
@@ -94,10 +97,19 @@ pub trait Adapter: Send + Sync {
 
     /// What exists at `relation` now: its kind, and its columns and recorded build strategy
     /// where the engine has them at hand; `Ok(None)` when nothing exists there.
+    ///
+    /// Implement one of `introspect_relation` and [`Adapter::introspect_relations`]: each
+    /// one's default calls the other (this one asks for a list of one relation), so an
+    /// engine that implements neither recurses forever.
     async fn introspect_relation(
         &self,
         relation: &Relation,
-    ) -> Result<Option<RelationInfo>, AdapterError>;
+    ) -> Result<Option<RelationInfo>, AdapterError> {
+        let mut infos = self
+            .introspect_relations(std::slice::from_ref(relation))
+            .await?;
+        Ok(infos.pop().flatten())
+    }
 
     /// [`Adapter::introspect_relation`] for many relations, in order. Catalog engines answer
     /// it with one catalog query; the default asks one by one.

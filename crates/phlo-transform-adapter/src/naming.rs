@@ -12,6 +12,33 @@
 
 use crate::Relation;
 
+/// The naming of an engine whose relations are `schema.table` (PostgreSQL, DuckDB): the
+/// configured `default_schema` and the engine's own default schema, held once so that each
+/// adapter's `model_relation` and `source_relation` are a call each.
+pub struct SchemaNaming {
+    default_schema: Option<String>,
+    engine_default: &'static str,
+}
+
+impl SchemaNaming {
+    pub fn new(default_schema: Option<&str>, engine_default: &'static str) -> SchemaNaming {
+        SchemaNaming {
+            default_schema: default_schema.map(str::to_string),
+            engine_default,
+        }
+    }
+
+    /// Where model `name` is written ([`model`]).
+    pub fn model(&self, name: &str) -> Relation {
+        model(name, self.default_schema.as_deref(), self.engine_default)
+    }
+
+    /// Where source `name` is read ([`source`]).
+    pub fn source(&self, name: &str) -> Relation {
+        source(name, self.engine_default)
+    }
+}
+
 /// Where model `name` is written.
 pub fn model(name: &str, default_schema: Option<&str>, engine_default: &str) -> Relation {
     let segments: Vec<&str> = name.split('.').collect();
@@ -61,6 +88,9 @@ mod tests {
         );
         assert_eq!(model("top", None, "main").parts, ["main", "top"]);
         assert_eq!(source("raw.orders", "public").parts, ["raw", "orders"]);
+        let naming = SchemaNaming::new(Some("analytics"), "main");
+        assert_eq!(naming.model("a.b").parts, ["analytics", "a__b"]);
+        assert_eq!(naming.source("orders").parts, ["main", "orders"]);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! query defines the whole table, so an incremental write and a full rebuild give the same
 //! rows. The query runs once into a batch relation; the statements compare it with the table.
 
+use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_project::IncrementalStrategy;
 
 use crate::{MaterializeJob, Relation, RelationKind};
@@ -133,6 +134,13 @@ pub fn write_kind(
     }
 }
 
+/// `SELECT count(*)` over `query`: the rows a data test's query finds ([`Adapter::execute`]).
+///
+/// [`Adapter::execute`]: crate::Adapter::execute
+pub fn count_rows(query: &Query) -> String {
+    format!("SELECT count(*) FROM ({query}) AS q")
+}
+
 /// A double-quoted identifier.
 pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -143,7 +151,8 @@ pub fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-fn list(columns: &[String], prefix: &str) -> String {
+/// `{prefix}"a", {prefix}"b"`: `columns` quoted, each after `prefix` (a table alias and dot).
+pub fn list(columns: &[String], prefix: &str) -> String {
     columns
         .iter()
         .map(|c| format!("{prefix}{}", ident(c)))
@@ -152,7 +161,7 @@ fn list(columns: &[String], prefix: &str) -> String {
 }
 
 /// `a."x" IS NOT DISTINCT FROM b."x" AND …`: null-safe equality on `columns`.
-fn same(columns: &[String], a: &str, b: &str) -> String {
+pub fn same(columns: &[String], a: &str, b: &str) -> String {
     if columns.is_empty() {
         return "TRUE".into();
     }

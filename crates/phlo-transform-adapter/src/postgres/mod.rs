@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::naming::SchemaNaming;
 use crate::sqlgen::{self, ident, BATCH};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
@@ -31,7 +32,7 @@ use errors::Statement;
 
 pub struct PostgresEngine {
     pool: PgPool,
-    default_schema: Option<String>,
+    naming: SchemaNaming,
 }
 
 impl PostgresEngine {
@@ -61,7 +62,7 @@ impl PostgresEngine {
             .map_err(|e| errors::connect_failed(e, url))?;
         Ok(PostgresEngine {
             pool,
-            default_schema: default_schema.map(str::to_string),
+            naming: SchemaNaming::new(default_schema, PUBLIC),
         })
     }
 
@@ -211,8 +212,12 @@ impl PostgresEngine {
     }
 
     fn count<'a>(&'a self, conn: &'a mut PgConnection, relation: &'a Relation) -> Fut<'a, u64> {
+        self.number(conn, format!("SELECT count(*) FROM {}", relation.quoted()))
+    }
+
+    /// The number `sql` (a `SELECT count(*)`) returns.
+    fn number<'a>(&'a self, conn: &'a mut PgConnection, sql: String) -> Fut<'a, u64> {
         Box::pin(async move {
-            let sql = format!("SELECT count(*) FROM {}", relation.quoted());
             let n: i64 = sqlx::query_scalar(&sql)
                 .fetch_one(&mut *conn)
                 .await
@@ -370,26 +375,12 @@ impl Adapter for PostgresEngine {
         "postgres"
     }
 
-    fn dialect(&self) -> &str {
-        "postgres"
-    }
-
     fn model_relation(&self, model_name: &str) -> Relation {
-        crate::naming::model(model_name, self.default_schema.as_deref(), "public")
+        self.naming.model(model_name)
     }
 
     fn source_relation(&self, source_name: &str) -> Relation {
-        crate::naming::source(source_name, "public")
-    }
-
-    async fn introspect_relation(
-        &self,
-        relation: &Relation,
-    ) -> Result<Option<RelationInfo>, AdapterError> {
-        Ok(self
-            .introspect_relations(std::slice::from_ref(relation))
-            .await?
-            .remove(0))
+        self.naming.source(source_name)
     }
 
     /// One catalog query for all of them.
@@ -404,12 +395,7 @@ impl Adapter for PostgresEngine {
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
         let mut conn = self.connection().await?;
         let _tracked = track(&mut conn, inflight).await?;
-        let sql = format!("SELECT count(*) FROM ({query}) AS q");
-        let n: i64 = sqlx::query_scalar(sql.as_str())
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(|e| plain(e, &sql))?;
-        Ok(n as u64)
+        self.number(&mut conn, sqlgen::count_rows(query)).await
     }
 
     async fn create_table(

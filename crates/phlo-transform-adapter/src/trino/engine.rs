@@ -33,7 +33,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::client::{FailureKind, QueryResult, Trino, TrinoConfig, TrinoError};
-use crate::sqlgen::{ident, literal};
+use crate::sqlgen::{ident, list, literal, same};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
     Relation, RelationInfo, RelationKind, SourceState,
@@ -654,23 +654,6 @@ fn comment_value(comment: &str, prefix: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// `a."x" IS NOT DISTINCT FROM b."x" AND …`.
-fn same(columns: &[String], a: &str, b: &str) -> String {
-    columns
-        .iter()
-        .map(|c| format!("{a}.{} IS NOT DISTINCT FROM {b}.{}", ident(c), ident(c)))
-        .collect::<Vec<_>>()
-        .join(" AND ")
-}
-
-fn list(columns: &[String], prefix: &str) -> String {
-    columns
-        .iter()
-        .map(|c| format!("{prefix}{}", ident(c)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The partitions (`parts` values) whose rows differ between `batch` and `table`: where the
 /// batch has a row the table lacks, or the table one the batch lacks.
 fn affected_partitions(table: &str, batch: &str, columns: &[String], parts: &[String]) -> String {
@@ -820,10 +803,6 @@ impl Adapter for TrinoEngine {
         "trino"
     }
 
-    fn dialect(&self) -> &str {
-        "trino"
-    }
-
     fn model_relation(&self, model_name: &str) -> Relation {
         let schema_table = crate::naming::model(
             model_name,
@@ -848,16 +827,6 @@ impl Adapter for TrinoEngine {
         }
     }
 
-    async fn introspect_relation(
-        &self,
-        relation: &Relation,
-    ) -> Result<Option<RelationInfo>, AdapterError> {
-        Ok(self
-            .relation_info(std::slice::from_ref(relation))
-            .await?
-            .remove(0))
-    }
-
     async fn introspect_relations(
         &self,
         relations: &[Relation],
@@ -866,7 +835,7 @@ impl Adapter for TrinoEngine {
     }
 
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
-        let sql = format!("SELECT count(*) FROM ({query}) AS q");
+        let sql = crate::sqlgen::count_rows(query);
         let result = self.tracked(&sql, inflight, None).await?;
         result
             .rows
