@@ -19,6 +19,7 @@ mod rest_sources;
 pub mod schemas;
 pub mod semantics;
 pub mod tests;
+mod type_error;
 pub mod types;
 pub mod typing;
 pub mod validate;

@@ -537,7 +537,7 @@ fn type_diagnostic(e: &DataFusionError, model: &CompiledModel) -> Diagnostic {
     let message = diag
         .map(|d| d.message.clone())
         .unwrap_or_else(|| first_line(&text));
-    let code = classify(&text, &message);
+    let code = crate::type_error::classify(e, &text, &message);
     let mut d = Diagnostic::error(code, message).in_file(&model.path);
     if let Some(span) = diag.and_then(|d| d.span).filter(|s| s.start.line > 0) {
         d = d.with_span(Span {
@@ -631,40 +631,6 @@ fn engine_note(line: &str, code: phlo_transform_core::Code) -> Option<String> {
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or(text).trim().to_string()
-}
-
-fn classify(text: &str, message: &str) -> phlo_transform_core::Code {
-    let t = format!("{text}\n{message}");
-    if t.contains("No field named") || t.contains("not found") && t.contains("column") {
-        codes::UNKNOWN_COLUMN
-    } else if t.contains("mbiguous") {
-        codes::AMBIGUOUS_COLUMN
-    } else if t.contains("Invalid function")
-        || t.contains("Unsupported function")
-        || t.contains("Did you mean") && t.contains("function")
-    {
-        codes::UNKNOWN_FUNCTION
-    } else if t.contains("GROUP BY") || t.contains("aggregate function") {
-        codes::NOT_GROUPED
-    } else if t.contains("UNION")
-        || t.contains("Union")
-        || t.contains("INTERSECT")
-        || t.contains("EXCEPT")
-    {
-        codes::SET_OPERATION_MISMATCH
-    } else if t.contains("Unsupported CAST") || t.contains("Cannot cast") {
-        codes::INVALID_CAST
-    } else if t.contains("subquery") && t.contains("column") {
-        codes::SUBQUERY_COLUMNS
-    } else if t.contains("Cannot infer common")
-        || t.contains("Cannot coerce")
-        || t.contains("cannot be coerced")
-        || t.contains("type")
-    {
-        codes::INCOMPATIBLE_TYPES
-    } else {
-        codes::UNTYPEABLE
-    }
 }
 
 fn default_help(code: phlo_transform_core::Code) -> &'static str {
