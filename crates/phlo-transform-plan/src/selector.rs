@@ -6,6 +6,7 @@
 //! and `--exclude` terms subtract last and absolutely. Models the selection reads but does not
 //! contain are its *dependencies* (`required`): the planner builds them only when missing.
 
+use globset::{GlobBuilder, GlobMatcher};
 use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{did_you_mean, Diagnostic, ModelName};
@@ -186,27 +187,31 @@ fn parse_term(text: &str) -> Result<Term, Diagnostic> {
     })
 }
 
-/// `*` matches any run of characters (dots included), `?` one character.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
+/// A selector pattern as a glob over names: `*` matches any run of characters (dots
+/// included), `?` one character, every other character itself. Brackets, braces and `/`,
+/// which globset reads as classes, alternatives and path separators, are escaped: no name
+/// contains them (names are ASCII letters, digits, `_` and dots), so a pattern with one
+/// matches nothing, as it always has.
+fn name_glob(pattern: &str) -> Option<GlobMatcher> {
+    let mut escaped = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        if matches!(c, '[' | ']' | '{' | '}' | '/') {
+            escaped.extend(['[', c, ']']);
         } else {
-            return false;
+            escaped.push(c);
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    let glob = GlobBuilder::new(&escaped)
+        .literal_separator(false)
+        .backslash_escape(false)
+        .build()
+        .ok()?;
+    Some(glob.compile_matcher())
+}
+
+/// Whether `glob` (from [`name_glob`]) matches `name`.
+fn glob_matches(glob: &Option<GlobMatcher>, name: &str) -> bool {
+    glob.as_ref().is_some_and(|g| g.is_match(name))
 }
 
 fn is_glob(v: &str) -> bool {
@@ -276,8 +281,9 @@ impl Resolver<'_> {
                     .iter()
                     .map(|d| d.name.as_str())
                     .collect();
+                let glob = name_glob(s);
                 let hit = |name: &str| {
-                    name == s || name.starts_with(&format!("{s}.")) || glob_match(s, name)
+                    name == s || name.starts_with(&format!("{s}.")) || glob_matches(&glob, name)
                 };
                 if !sources.iter().any(|n| hit(n)) {
                     let namespaces: BTreeSet<&str> = sources
@@ -294,9 +300,11 @@ impl Resolver<'_> {
                 all.filter(|&i| c.models[i].sources.iter().any(|n| hit(n)))
                     .collect()
             }
-            Body::Pattern(p) if is_glob(p) => all
-                .filter(|&i| glob_match(p, c.models[i].name.as_str()))
-                .collect(),
+            Body::Pattern(p) if is_glob(p) => {
+                let glob = name_glob(p);
+                all.filter(|&i| glob_matches(&glob, c.models[i].name.as_str()))
+                    .collect()
+            }
             Body::Pattern(p) => match c.lookup_model(p) {
                 ModelLookup::Found(i) => BTreeSet::from([i]),
                 ModelLookup::Missing => BTreeSet::new(),

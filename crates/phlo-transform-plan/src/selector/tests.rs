@@ -415,3 +415,19 @@ fn dependencies_build_only_when_missing_and_excluded_missing_rejects() {
     let s = select(c, &ephemeral, &BTreeSet::new).unwrap();
     assert!(plan(c, &inputs, &s).is_ok());
 }
+
+#[test]
+fn name_patterns_match_as_the_selector_syntax_says() {
+    let m = |pattern: &str, name: &str| glob_matches(&name_glob(pattern), name);
+    // `*` crosses dots and may be empty; `?` is exactly one character.
+    assert!(m("sales.*", "sales.staging.orders"));
+    assert!(m("*orders", "orders"));
+    assert!(m("s*s.*.o?ders", "sales.staging.orders"));
+    assert!(!m("s?les", "sles"));
+    assert!(!m("sales.*", "salesx"));
+    // Everything else is itself: no classes, alternatives or path rules.
+    assert!(!m("sales.[ab]", "sales.a"));
+    assert!(!m("{sales,ops}.*", "sales.orders"));
+    assert!(m("**", "a.b"));
+    assert!(!m("**/orders", "orders"));
+}
