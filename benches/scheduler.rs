@@ -127,6 +127,7 @@ fn plan(c: &Compilation, adapter: &dyn Adapter) -> Plan {
         relation_of: &relation_of,
         built_strategies: &strategies,
         freshness: &[],
+        adoptable: &Default::default(),
     };
     let selection = phlo_transform_plan::select(c, &SelectorSpec::default(), &BTreeSet::new)
         .expect("the selection resolves");

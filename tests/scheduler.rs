@@ -225,6 +225,7 @@ async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness
         relation_of: &relation_of,
         built_strategies: &HashMap::new(),
         freshness: &[],
+        adoptable: &Default::default(),
     };
     let selection = phlo_transform_plan::select(
         c,

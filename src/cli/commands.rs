@@ -661,19 +661,16 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
+    let binding = match super::bind(paths, c, store.clone()).await {
+        Ok(b) => b,
+        Err(d) => return fatal(d, json),
+    };
     // Planning only asks whether relations exist: nothing needs opening.
-    let engine = match open_engine(paths, c, Purpose::Plan).await {
+    let engine = match super::open_bound_engine(paths, c, binding.as_ref(), Purpose::Plan).await {
         Ok((engine, _)) => engine,
         Err(d) => return fatal(d, json),
     };
-    let p = match phlo_transform_exec::planning::make_plan(
-        c,
-        LOCAL_ENVIRONMENT,
-        engine.as_ref(),
-        store.as_ref(),
-        spec,
-    )
-    .await
+    let p = match super::make_plan(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await
     {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
@@ -902,17 +899,21 @@ async fn execute_plan(
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
-    // One writer per environment, from before planning until the run is recorded.
-    let lease = match phlo_transform_exec::WriterLease::acquire(
-        store.clone(),
-        LOCAL_ENVIRONMENT,
-        WRITER_WAIT,
-    )
-    .await
-    {
-        Ok(lease) => lease,
+    let binding = match super::bind(paths, c, store.clone()).await {
+        Ok(b) => b,
         Err(d) => return fatal(d, json),
     };
+    let environment = binding
+        .as_ref()
+        .map_or(LOCAL_ENVIRONMENT, |b| b.environment.as_str());
+    // One writer per environment, from before planning until the run is recorded.
+    let lease =
+        match phlo_transform_exec::WriterLease::acquire(store.clone(), environment, WRITER_WAIT)
+            .await
+        {
+            Ok(lease) => lease,
+            Err(d) => return fatal(d, json),
+        };
     if !json && !lease.interrupted.is_empty() {
         eprintln!(
             "note: marked {} run(s) left running by a writer that is gone as interrupted: {}",
@@ -920,7 +921,27 @@ async fn execute_plan(
             lease.interrupted.join(", ")
         );
     }
-    let code = execute_plan_leased(paths, c, exec, json, command, spec, adjust, store).await;
+    // The lease is held: the environment's pointers are read again, now that no other
+    // writer can move them.
+    let binding = match super::bind(paths, c, store.clone()).await {
+        Ok(b) => b,
+        Err(d) => {
+            lease.release().await;
+            return fatal(d, json);
+        }
+    };
+    let code = execute_plan_leased(
+        paths,
+        c,
+        exec,
+        json,
+        command,
+        spec,
+        adjust,
+        store,
+        binding.as_ref(),
+    )
+    .await;
     lease.release().await;
     code
 }
@@ -938,24 +959,20 @@ async fn execute_plan_leased(
     spec: &SelectorSpec,
     adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
     store: std::sync::Arc<dyn phlo_transform_state::StateStore>,
+    binding: Option<&phlo_transform_exec::environments::Binding>,
 ) -> u8 {
     let jobs = exec.jobs(c);
-    let (engine, engine_diags) = match open_engine(paths, c, Purpose::Run { jobs }).await {
+    let opened = super::open_bound_engine(paths, c, binding, Purpose::Run { jobs }).await;
+    let (engine, engine_diags) = match opened {
         Ok(opened) => opened,
         Err(d) => return fatal(d, json),
     };
     if !json {
         render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
     }
-    let p = match phlo_transform_exec::planning::make_plan(
-        c,
-        LOCAL_ENVIRONMENT,
-        engine.as_ref(),
-        store.as_ref(),
-        spec,
-    )
-    .await
-    .and_then(|p| adjust(p).map_err(|d| vec![d]))
+    let p = match super::make_plan(c, binding, engine.as_ref(), store.as_ref(), spec)
+        .await
+        .and_then(|p| adjust(p).map_err(|d| vec![d]))
     {
         Ok(p) => p,
         Err(diags) => return fatal_all(diags, json),
@@ -964,7 +981,7 @@ async fn execute_plan_leased(
         print!("{}", render::plan(&p));
         println!();
     }
-    let executed = run_plan(paths, c, &p, engine, store, command, exec, json).await;
+    let executed = run_plan(paths, c, &p, engine, store.clone(), command, exec, json).await;
     let report = match executed {
         Ok(r) => r,
         Err(e) => {
@@ -975,6 +992,12 @@ async fn execute_plan_leased(
             )
         }
     };
+    // The run's writes become the environment's pointers, and the run is bound to them.
+    if let Some(b) = binding {
+        if let Err(d) = b.commit_run(&store, &report).await {
+            return fatal(d, json);
+        }
+    }
     // A run emits the lineage documents (SPEC §71); `test` only keeps existing ones current.
     let lineage = if command == "test" {
         LineageArtifacts::RefreshExisting

@@ -2,6 +2,7 @@
 
 mod commands;
 mod diff;
+mod environments;
 mod execute;
 mod explain;
 mod explain_code;
@@ -53,6 +54,10 @@ pub struct Cli {
     /// or `local` (default: `[adapter]`, else the embedded local engine).
     #[arg(long, global = true, env = "PHLO_ADAPTER", value_name = "NAME")]
     pub adapter: Option<String>,
+    /// The environment (reference) to plan, run, test or roll back (default: main). Create it
+    /// first with `ref create <name> --from main`.
+    #[arg(long = "ref", global = true, value_name = "REF")]
+    pub reference: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -157,6 +162,35 @@ pub enum Command {
         /// A code such as `T003` (case-insensitive).
         code: Option<String>,
     },
+    /// Environments (references): list, show, create from a base, delete.
+    Ref {
+        #[command(subcommand)]
+        command: environments::RefCommand,
+    },
+    /// Publish a candidate environment into its base once every gate passes (write-audit-publish).
+    Promote {
+        /// The candidate reference.
+        #[arg(value_name = "REF", required_unless_present = "from")]
+        candidate: Option<String>,
+        /// The candidate reference (the same as the positional argument).
+        #[arg(long, value_name = "REF", conflicts_with = "candidate")]
+        from: Option<String>,
+        /// The reference published into.
+        #[arg(long, value_name = "REF", default_value = "main")]
+        to: String,
+        /// Evaluate the gates only; publish nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Roll an environment back to before a promotion (`--ref main --to <promotion>`), or one
+    /// model's table to an earlier Delta version (`<model> --to <version>`).
+    Rollback {
+        /// The model whose table is rolled back (without it: the whole environment).
+        model: Option<String>,
+        /// A promotion id (or unique prefix), or with a model, a Delta version.
+        #[arg(long, value_name = "PROMOTION|VERSION")]
+        to: String,
+    },
     /// Remove the local warehouse and artifacts (and with --all, the SQLite state database).
     Clean {
         /// Also remove the SQLite state database (a PostgreSQL state is shared: never dropped).
@@ -173,6 +207,8 @@ pub struct Paths {
     pub state: StateLocation,
     /// `--adapter <name>`.
     pub adapter: Option<String>,
+    /// `--ref <name>`: the environment.
+    pub reference: Option<String>,
 }
 
 impl Paths {
@@ -193,6 +229,7 @@ impl Paths {
             warehouse: root.join(".phlo").join("warehouse"),
             artifacts,
             adapter,
+            reference: None,
         })
     }
 }
@@ -208,10 +245,31 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Workspace::find_root(&start)
     };
     let json = cli.json;
-    let paths = match Paths::new(&root, cli.state.as_deref(), cli.adapter.clone()) {
+    let mut paths = match Paths::new(&root, cli.state.as_deref(), cli.adapter.clone()) {
         Ok(paths) => paths,
         Err(d) => return commands::fatal(d, json),
     };
+    if let Some(reference) = cli.reference.clone() {
+        let takes_ref = matches!(
+            cli.command,
+            Command::Plan { .. }
+                | Command::Run { .. }
+                | Command::Test { .. }
+                | Command::Apply { .. }
+                | Command::Rollback { .. }
+        );
+        if !takes_ref {
+            return commands::fatal(
+                Diagnostic::error(
+                    codes::ENVIRONMENTS_UNSUPPORTED,
+                    format!("--ref {reference}: this command does not take an environment"),
+                )
+                .with_help("--ref applies to plan, run, test, apply and rollback"),
+                json,
+            );
+        }
+        paths.reference = Some(reference);
+    }
     match cli.command {
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
@@ -270,6 +328,19 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Diff { args } => diff::diff(&paths, &args, json).await,
         Command::ExplainCode { code } => explain_code::explain_code(code.as_deref(), json),
+        Command::Ref { command } => environments::reference(&paths, command, json).await,
+        Command::Promote {
+            candidate,
+            from,
+            to,
+            check,
+        } => {
+            let from = candidate.or(from).unwrap_or_default();
+            environments::promote(&paths, &from, &to, check, json).await
+        }
+        Command::Rollback { model, to } => {
+            environments::rollback(&paths, model.as_deref(), &to, json).await
+        }
         Command::Clean { all } => commands::clean(&paths, all, json),
     }
 }
@@ -365,6 +436,62 @@ pub fn local_default_schema(c: &Compilation) -> Option<String> {
         .adapter_target(Some("local"))
         .ok()
         .and_then(|t| t.settings.default_schema)
+}
+
+/// The environment `--ref` names (default main) when the target has environments (the local
+/// engine); `None` on other adapters without `--ref`.
+pub async fn bind(
+    paths: &Paths,
+    c: &Compilation,
+    store: Arc<dyn StateStore>,
+) -> Result<Option<phlo_transform_exec::environments::Binding>, Diagnostic> {
+    let target = c.workspace.adapter_target(paths.adapter.as_deref())?;
+    phlo_transform_exec::environments::bind_target(
+        store,
+        &paths.warehouse,
+        target.kind(),
+        target.settings.default_schema.as_deref(),
+        paths.reference.as_deref(),
+    )
+    .await
+}
+
+/// The engine of `binding` when there is one, else the one `--adapter` chooses.
+pub async fn open_bound_engine(
+    paths: &Paths,
+    c: &Compilation,
+    binding: Option<&phlo_transform_exec::environments::Binding>,
+    purpose: Purpose,
+) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
+    let Some(binding) = binding else {
+        return open_engine(paths, c, purpose).await;
+    };
+    let (engine, problems) = binding.open_engine(c, purpose).await;
+    let diags = problems
+        .into_iter()
+        .map(|p| {
+            Diagnostic::warning(p.code, p.message)
+                .with_help("models reading this relation will fail until it can be read")
+        })
+        .collect();
+    Ok((engine, diags))
+}
+
+/// Plans in `binding`'s environment when there is one, else in the adapter's one environment.
+pub async fn make_plan(
+    c: &Compilation,
+    binding: Option<&phlo_transform_exec::environments::Binding>,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    spec: &phlo_transform_plan::SelectorSpec,
+) -> Result<phlo_transform_plan::Plan, Vec<Diagnostic>> {
+    match binding {
+        Some(b) => phlo_transform_exec::planning::make_plan_bound(c, b, engine, store, spec).await,
+        None => {
+            phlo_transform_exec::planning::make_plan(c, LOCAL_ENVIRONMENT, engine, store, spec)
+                .await
+        }
+    }
 }
 
 /// The embedded local engine over the workspace's warehouse with every source registered:

@@ -37,6 +37,7 @@ mod inflight;
 mod job;
 pub mod local;
 pub mod naming;
+pub mod pins;
 mod position;
 pub mod postgres;
 mod relation;

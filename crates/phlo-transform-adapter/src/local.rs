@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::pins::Pin;
 use crate::warehouse::{Warehouse, WarehousePath};
 use crate::{
     Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
@@ -44,6 +45,9 @@ pub struct LocalEngine {
     /// The target dialect's semantics the engine follows where it can exactly (NULL ordering,
     /// integer division, `extract` types).
     semantics: Semantics,
+    /// Models this engine's environment reads from outside its own root (a virtual
+    /// environment's base tables), by model name. A model written here loses its pin.
+    pins: std::sync::RwLock<std::collections::HashMap<String, Pin>>,
 }
 
 /// What a stored view is.
@@ -72,7 +76,19 @@ impl LocalEngine {
         c: &Compilation,
         default_schema: Option<&str>,
     ) -> (LocalEngine, Vec<AdapterError>) {
+        Self::open_pinned(warehouse, default_schema, Default::default(), c).await
+    }
+
+    /// [`LocalEngine::open`] for a virtual environment: `warehouse` is the environment's own
+    /// root (where it writes) and `pins` the models it reads from elsewhere.
+    pub async fn open_pinned(
+        warehouse: &Path,
+        default_schema: Option<&str>,
+        pins: std::collections::HashMap<String, Pin>,
+        c: &Compilation,
+    ) -> (LocalEngine, Vec<AdapterError>) {
         let engine = Self::with_semantics(warehouse, default_schema, c.dialect.semantics.clone());
+        *engine.pins.write().expect("pins lock") = pins;
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -114,6 +130,25 @@ impl LocalEngine {
         Self::with_semantics(warehouse, default_schema, Semantics::default())
     }
 
+    /// [`LocalEngine::unregistered`] for a virtual environment (see [`LocalEngine::open_pinned`]).
+    pub fn unregistered_pinned(
+        warehouse: &Path,
+        default_schema: Option<&str>,
+        pins: std::collections::HashMap<String, Pin>,
+    ) -> LocalEngine {
+        let engine = Self::with_semantics(warehouse, default_schema, Semantics::default());
+        *engine.pins.write().expect("pins lock") = pins;
+        engine
+    }
+
+    fn pin(&self, model: &str) -> Option<Pin> {
+        self.pins.read().expect("pins lock").get(model).cloned()
+    }
+
+    fn unpin(&self, model: &str) -> Option<Pin> {
+        self.pins.write().expect("pins lock").remove(model)
+    }
+
     fn with_semantics(
         warehouse: &Path,
         default_schema: Option<&str>,
@@ -138,6 +173,7 @@ impl LocalEngine {
             warehouse: Warehouse::new(warehouse),
             default_schema: default_schema.map(str::to_string),
             semantics,
+            pins: Default::default(),
         }
     }
 
@@ -217,6 +253,12 @@ impl LocalEngine {
     }
 
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
+        if let Some(pin) = self.pin(model).filter(|p| !p.view) {
+            let provider = open_delta_provider_at(&pin.path, pin.delta_version, &self.ctx)
+                .await
+                .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}")))?;
+            return self.register(model, provider);
+        }
         let path = self.table_path(model)?;
         if !crate::delta::has_commit(&path) {
             return Err(err(
@@ -231,7 +273,11 @@ impl LocalEngine {
     }
 
     async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
-        let text = std::fs::read_to_string(self.view_path(model)?.as_path())
+        let path = match self.pin(model).filter(|p| p.view) {
+            Some(pin) => pin.path,
+            None => self.view_path(model)?.as_path().to_path_buf(),
+        };
+        let text = std::fs::read_to_string(&path)
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
         let def: ViewDefinition = serde_json::from_str(&text).map_err(|e| {
             err(
@@ -275,7 +321,20 @@ impl LocalEngine {
         let table = self.table_path(name)?;
         let old_view = self.view_path(name)?;
         let plan = self.plan_query(&job.query).await?;
-        let written = crate::delta::write(&self.ctx, &table, job, plan).await?;
+        // A model pinned to another table (another environment's, or an earlier version of
+        // its own) is rebuilt in full: an incremental step would continue this root's latest
+        // table, not the one the environment reads.
+        let pinned_elsewhere = self.unpin(name).is_some_and(|pin| {
+            pin.path != table.as_path() || pin.delta_version != crate::pins::latest_version(&table)
+        });
+        let written = match pinned_elsewhere {
+            true => {
+                let mut full = job.clone();
+                full.table.full_rebuild = true;
+                crate::delta::write(&self.ctx, &table, &full, plan).await?
+            }
+            false => crate::delta::write(&self.ctx, &table, job, plan).await?,
+        };
         self.register_delta(name).await?;
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(old_view.as_path());
@@ -305,6 +364,7 @@ impl LocalEngine {
             sql: sql.clone(),
         };
         let name = job.relation.table();
+        self.unpin(name);
         let path = self.view_path(name)?;
         let old_table = self.table_path(name)?;
         std::fs::create_dir_all(self.warehouse.root()).map_err(|e| io_err(e.to_string()))?;
@@ -365,10 +425,21 @@ async fn open_delta_provider(
     path: &Path,
     ctx: &SessionContext,
 ) -> Result<Arc<dyn TableProvider>, String> {
+    open_delta_provider_at(path, None, ctx).await
+}
+
+/// The table at `path` at `version` (the latest when `None`).
+async fn open_delta_provider_at(
+    path: &Path,
+    version: Option<i64>,
+    ctx: &SessionContext,
+) -> Result<Arc<dyn TableProvider>, String> {
     let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let table = deltalake::open_table(url)
-        .await
-        .map_err(|e| e.to_string())?;
+    let table = match version {
+        Some(v) => deltalake::open_table_with_version(url, v.max(0) as u64).await,
+        None => deltalake::open_table(url).await,
+    }
+    .map_err(|e| e.to_string())?;
     table
         .update_datafusion_session(&ctx.state())
         .map_err(|e| e.to_string())?;
@@ -451,6 +522,22 @@ impl Adapter for LocalEngine {
         relation: &Relation,
     ) -> Result<Option<RelationInfo>, AdapterError> {
         let name = relation.table();
+        if let Some(pin) = self.pin(name) {
+            let exists = match (pin.view, pin.delta_version) {
+                (true, _) => pin.path.is_file(),
+                (false, Some(v)) => crate::pins::commit_identity(&pin.path, v).is_some(),
+                (false, None) => crate::delta::has_commit(&pin.path),
+            };
+            return Ok(exists.then_some(RelationInfo {
+                kind: if pin.view {
+                    RelationKind::View
+                } else {
+                    RelationKind::Table
+                },
+                columns: None,
+                strategy: None,
+            }));
+        }
         let kind = if crate::delta::has_commit(&self.table_path(name)?) {
             RelationKind::Table
         } else if self.view_path(name)?.is_file() {
@@ -467,6 +554,9 @@ impl Adapter for LocalEngine {
 
     /// Read from the Delta table's `phlo.strategy` property.
     async fn built_strategy(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
+        if let Some(pin) = self.pin(relation.table()) {
+            return Ok(crate::delta::built_strategy(&pin.path).await);
+        }
         Ok(crate::delta::built_strategy(&self.table_path(relation.table())?).await)
     }
 
@@ -511,6 +601,7 @@ impl Adapter for LocalEngine {
 
     async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
         let name = relation.table();
+        self.unpin(name);
         let _ = self.ctx.deregister_table(TableReference::bare(name));
         let table = self.table_path(name)?;
         if table.is_dir() {

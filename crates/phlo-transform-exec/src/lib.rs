@@ -7,6 +7,7 @@
 mod cancel;
 pub mod continuation;
 pub mod diff;
+pub mod environments;
 mod events;
 mod failure;
 pub mod lease;

@@ -10,6 +10,9 @@ use phlo_transform_plan::{Plan, PlanInputs, SelectorSpec};
 use phlo_transform_state::{MaterializedVersion, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::environments::binding::Inherited;
+use crate::environments::Binding;
+
 /// The recorded state of the environment and the relations that exist, as the planner reads
 /// them.
 pub struct StateView {
@@ -20,6 +23,8 @@ pub struct StateView {
     strategies: HashMap<String, String>,
     /// Freshness of the sources with a requirement.
     freshness: Vec<phlo_transform_plan::SourceFreshness>,
+    /// Records read from another environment's tables, with their identity proofs.
+    adoptable: HashMap<String, phlo_transform_plan::Adoptable>,
 }
 
 impl StateView {
@@ -36,6 +41,7 @@ impl StateView {
             relation_of,
             built_strategies: &self.strategies,
             freshness: &self.freshness,
+            adoptable: &self.adoptable,
         }
     }
 
@@ -52,10 +58,29 @@ pub async fn state_view(
     store: &dyn StateStore,
     environment: &str,
 ) -> Result<StateView, Diagnostic> {
-    let materialized = store.materializations(environment).await.map_err(|e| {
+    state_view_with(c, engine, store, environment, Inherited::default()).await
+}
+
+/// [`state_view`] of an environment that also reads `inherited` records (another
+/// environment's tables): its own records come first.
+async fn state_view_with(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    environment: &str,
+    inherited: Inherited,
+) -> Result<StateView, Diagnostic> {
+    let mut materialized = store.materializations(environment).await.map_err(|e| {
         Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
             .with_help("the state database may be damaged; `phlo-transform clean --all` resets it")
     })?;
+    let mut adoptable = inherited.adoptable;
+    adoptable.retain(|id, _| !materialized.contains_key(id));
+    for (id, record) in inherited.records {
+        if adoptable.contains_key(&id) {
+            materialized.insert(id, record);
+        }
+    }
     let unavailable = |e: phlo_transform_adapter::AdapterError| {
         Diagnostic::error(e.code, e.message)
             .with_help("check the adapter's configuration ([adapter] in phlo.toml) and that the warehouse is reachable")
@@ -115,6 +140,7 @@ pub async fn state_view(
         existing,
         strategies,
         freshness,
+        adoptable,
     })
 }
 
@@ -130,6 +156,30 @@ pub async fn make_plan(
     let view = state_view(c, engine, store, environment)
         .await
         .map_err(|d| vec![d])?;
+    plan_with(c, engine, &view, spec)
+}
+
+/// [`make_plan`] in the environment `binding` names: its records, plus the records its
+/// pointers inherit from other environments, adopted only with an identity proof.
+pub async fn make_plan_bound(
+    c: &Compilation,
+    binding: &Binding,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    spec: &SelectorSpec,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let view = state_view_with(c, engine, store, &binding.environment, binding.inherited())
+        .await
+        .map_err(|d| vec![d])?;
+    plan_with(c, engine, &view, spec)
+}
+
+fn plan_with(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    view: &StateView,
+    spec: &SelectorSpec,
+) -> Result<Plan, Vec<Diagnostic>> {
     let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
     let inputs = view.inputs(engine, &relation_of);
     let changed = || phlo_transform_plan::changed_models(c, &inputs);

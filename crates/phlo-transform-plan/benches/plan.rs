@@ -80,6 +80,7 @@ fn report(
             relation_of: &relation_of,
             built_strategies: &strategies,
             freshness: &[],
+            adoptable: &Default::default(),
         };
         let started = Instant::now();
         let selection = select(c, &SelectorSpec::default(), &BTreeSet::new).expect("selects");

@@ -135,6 +135,19 @@ pub struct PlanInputs<'a> {
     pub built_strategies: &'a HashMap<String, String>,
     /// Freshness of the sources that declare a requirement (SPEC §34).
     pub freshness: &'a [SourceFreshness],
+    /// Records of `materialized` that another environment wrote and this one reads (a
+    /// virtual environment's base tables), by model id: adopted only with an identity proof.
+    pub adoptable: &'a HashMap<String, Adoptable>,
+}
+
+/// A materialisation this environment reads from another environment (SPEC §39).
+#[derive(Clone, Debug)]
+pub struct Adoptable {
+    /// The environment whose run wrote it.
+    pub environment: String,
+    /// The proof that the physical relation still is what was recorded (what was compared),
+    /// or why it is not.
+    pub identity: Result<String, String>,
 }
 
 /// The state-derived `changed` set: materialised models the planner would build (desired
@@ -197,6 +210,10 @@ pub fn plan(
             )
         } else {
             let (decision, reasons) = decide(c, i, recorded, inputs, &decided);
+            let (decision, reasons) = match (inputs.adoptable.get(&m.id), recorded) {
+                (Some(from), Some(rec)) => adopt(c, i, rec, from, inputs, decision, reasons),
+                _ => (decision, reasons),
+            };
             let (decision, reasons) =
                 for_membership(membership, selection.spec.force, decision, reasons);
             freshness_gate(c, i, inputs.freshness, &decided, decision, reasons)
@@ -561,6 +578,68 @@ fn blocked_by_errors(
                 Some(upstream.to_string()),
             )
         })
+}
+
+/// What becomes of a model whose recorded materialisation another environment wrote: a
+/// decision to skip adopts it (`cached`) when the adapter is the same and its identity still
+/// holds, else it is built here (SPEC §39).
+fn adopt(
+    c: &Compilation,
+    i: usize,
+    rec: &MaterializedVersion,
+    from: &Adoptable,
+    inputs: &PlanInputs<'_>,
+    decision: Decision,
+    mut reasons: Vec<Reason>,
+) -> (Decision, Vec<Reason>) {
+    let short = |v: &str| v[..12.min(v.len())].to_string();
+    let env = &from.environment;
+    match decision {
+        Decision::Skip => match &from.identity {
+            Ok(proof) => (
+                Decision::Cached,
+                vec![Reason::new(
+                    ReasonKind::CacheReuse,
+                    format!(
+                        "reuses `{}` built in environment `{env}` by run {}: same version {}, same adapter `{}`, {proof}",
+                        (inputs.relation_of)(i),
+                        short(&rec.run_id),
+                        short(&rec.version),
+                        inputs.adapter
+                    ),
+                    Some(env.clone()),
+                )],
+            ),
+            Err(why) => (
+                Decision::Build,
+                vec![Reason::new(
+                    ReasonKind::OutputDrift,
+                    format!("environment `{env}`'s table cannot be reused: {why}"),
+                    Some(env.clone()),
+                )],
+            ),
+        },
+        Decision::Build => {
+            let detail = if reasons.iter().any(|r| r.kind == ReasonKind::AdapterChange) {
+                reasons.retain(|r| r.kind != ReasonKind::AdapterChange);
+                format!(
+                    "environment `{env}`'s version was built by adapter `{}`: built by `{}` here",
+                    rec.adapter.as_deref().unwrap_or("unknown"),
+                    inputs.adapter
+                )
+            } else {
+                let desired = c.models[i].version.as_ref().map(|v| v.version.as_str());
+                format!(
+                    "environment `{env}` holds version {}, this plan wants {}: built here",
+                    short(&rec.version),
+                    short(desired.unwrap_or("-"))
+                )
+            };
+            reasons.push(Reason::new(ReasonKind::CacheMiss, detail, Some(env.clone())));
+            (Decision::Build, reasons)
+        }
+        other => (other, reasons),
+    }
 }
 
 fn decide(

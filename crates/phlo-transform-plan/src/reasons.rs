@@ -29,6 +29,14 @@ pub enum ReasonKind {
     /// The recorded materialisation was written by another adapter, or before adapters were
     /// recorded (SPEC §39): rebuilt by this one.
     AdapterChange,
+    /// Another environment's materialisation of the same version is adopted without building:
+    /// same version, same adapter, and its recorded output identity still matches (SPEC §39).
+    CacheReuse,
+    /// Another environment's materialisation could not be adopted (another version or
+    /// adapter): built here.
+    CacheMiss,
+    /// The recorded output identity no longer matches the physical relation: built here.
+    OutputDrift,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 
 mod postgres;
 mod records;
+mod refs;
 mod sqlite;
 mod store;
 #[doc(hidden)]
@@ -16,6 +17,10 @@ pub use postgres::PostgresStateStore;
 pub use records::{
     AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RecordedColumn, RunRecord,
     RunSummary,
+};
+pub use refs::{
+    pointer_hash, CreatedFrom, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding,
+    VersionSwap,
 };
 pub use sqlite::SqliteStateStore;
 
@@ -156,6 +161,13 @@ pub trait StateStore: Send + Sync {
     async fn renew_lease(&self, scope: &str, holder: &str, expires_ms: i64) -> Result<bool>;
     /// Gives the lease up (nothing happens when `holder` does not hold it).
     async fn release_lease(&self, scope: &str, holder: &str) -> Result<()>;
+    /// Every recorded reference of the embedded engine's environments, by name.
+    async fn refs(&self) -> Result<Vec<RefRecord>>;
+    /// Every promotion and rollback record, most recent first.
+    async fn ref_events(&self) -> Result<Vec<RefEvent>>;
+    /// Applies `swap` in one transaction; `false` (and nothing written) when a reference it
+    /// expects at a hash has moved.
+    async fn swap_refs(&self, swap: &RefSwap) -> Result<bool>;
     /// Marks every run of `environment` still `running` as `interrupted` and returns their
     /// ids. Only called by the holder of the environment's writer lease: no live process is
     /// writing those runs any more.

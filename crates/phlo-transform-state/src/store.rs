@@ -575,6 +575,183 @@ macro_rules! impl_state_store {
                 Ok(())
             }
 
+            async fn refs(&self) -> $crate::Result<Vec<$crate::RefRecord>> {
+                use sqlx::Row;
+                let sql = $sql("SELECT body FROM refs ORDER BY name");
+                let rows = sqlx::query(&sql)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading references", e))?;
+                rows.iter()
+                    .map(|r| {
+                        serde_json::from_str(&r.get::<String, _>("body")).map_err(|e| {
+                            $crate::StateError {
+                                message: format!("a recorded reference is corrupt: {e}"),
+                            }
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn ref_events(&self) -> $crate::Result<Vec<$crate::RefEvent>> {
+                use sqlx::Row;
+                let sql = $sql(
+                    "SELECT event_id, kind, ref, at, body FROM ref_events ORDER BY at DESC, event_id DESC",
+                );
+                let rows = sqlx::query(&sql)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading reference events", e))?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::RefEvent {
+                            event_id: r.get("event_id"),
+                            kind: r.get("kind"),
+                            reference: r.get("ref"),
+                            at: r.get("at"),
+                            body: serde_json::from_str(&r.get::<String, _>("body")).map_err(
+                                |e| $crate::StateError {
+                                    message: format!("a recorded reference event is corrupt: {e}"),
+                                },
+                            )?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn swap_refs(&self, swap: &$crate::RefSwap) -> $crate::Result<bool> {
+                let fail = |e| $crate::StateError::from_sqlx("changing references", e);
+                let mut tx = self.pool.begin().await.map_err(fail)?;
+                // The compare-and-swaps come first: on SQLite the first write takes the
+                // database's write lock, so concurrent swaps queue instead of deadlocking.
+                for w in &swap.writes {
+                    let affected = match (&w.expected, &w.record) {
+                        (Some(expected), Some(r)) => {
+                            let sql = $sql(
+                                "UPDATE refs SET hash = ?, updated_at = ?, body = ?
+                                 WHERE name = ? AND hash = ?",
+                            );
+                            sqlx::query(&sql)
+                                .bind(&r.hash)
+                                .bind(&r.updated_at)
+                                .bind(serde_json::to_string(r).expect("references serialise"))
+                                .bind(&w.name)
+                                .bind(expected)
+                                .execute(&mut *tx)
+                                .await
+                        }
+                        (Some(expected), None) => {
+                            let sql = $sql("DELETE FROM refs WHERE name = ? AND hash = ?");
+                            sqlx::query(&sql)
+                                .bind(&w.name)
+                                .bind(expected)
+                                .execute(&mut *tx)
+                                .await
+                        }
+                        (None, Some(r)) => {
+                            let sql = $sql(
+                                "INSERT INTO refs (name, hash, updated_at, body) VALUES (?, ?, ?, ?)
+                                 ON CONFLICT (name) DO NOTHING",
+                            );
+                            sqlx::query(&sql)
+                                .bind(&w.name)
+                                .bind(&r.hash)
+                                .bind(&r.updated_at)
+                                .bind(serde_json::to_string(r).expect("references serialise"))
+                                .execute(&mut *tx)
+                                .await
+                        }
+                        (None, None) => continue,
+                    }
+                    .map_err(fail)?
+                    .rows_affected();
+                    if affected != 1 {
+                        tx.rollback().await.map_err(fail)?;
+                        return Ok(false);
+                    }
+                }
+                for (name, hash) in &swap.unchanged {
+                    let sql = $sql("UPDATE refs SET hash = hash WHERE name = ? AND hash = ?");
+                    let affected = sqlx::query(&sql)
+                        .bind(name)
+                        .bind(hash)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail)?
+                        .rows_affected();
+                    if affected != 1 {
+                        tx.rollback().await.map_err(fail)?;
+                        return Ok(false);
+                    }
+                }
+                for v in &swap.versions {
+                    let gone = v.remove.iter().chain(v.put.iter().map(|m| &m.model_id));
+                    for model_id in gone {
+                        let sql =
+                            $sql("DELETE FROM model_versions WHERE environment = ? AND model_id = ?");
+                        sqlx::query(&sql)
+                            .bind(&v.environment)
+                            .bind(model_id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(fail)?;
+                    }
+                    for m in &v.put {
+                        let json = |v: &std::collections::BTreeMap<String, String>| {
+                            serde_json::to_string(v).expect("string map")
+                        };
+                        let sql = $sql(
+                            "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
+                                                         config_hash, upstream, sources, materialization, relation,
+                                                         run_id, generation, materialized_at, text_hash, plan_hash,
+                                                         output_columns, adapter)
+                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        );
+                        sqlx::query(&sql)
+                            .bind(&v.environment)
+                            .bind(&m.model_id)
+                            .bind(&m.model_name)
+                            .bind(&m.version)
+                            .bind(&m.sql_hash)
+                            .bind(&m.config_hash)
+                            .bind(json(&m.upstream))
+                            .bind(json(&m.sources))
+                            .bind(&m.materialization)
+                            .bind(&m.relation)
+                            .bind(&m.run_id)
+                            .bind(m.generation)
+                            .bind(&m.materialized_at)
+                            .bind(&m.text_hash)
+                            .bind(&m.plan_hash)
+                            .bind(
+                                m.output_columns
+                                    .as_ref()
+                                    .map(|c| serde_json::to_string(c).expect("columns serialise")),
+                            )
+                            .bind(&m.adapter)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(fail)?;
+                    }
+                }
+                if let Some(e) = &swap.event {
+                    let sql = $sql(
+                        "INSERT INTO ref_events (event_id, kind, ref, at, body) VALUES (?, ?, ?, ?, ?)",
+                    );
+                    sqlx::query(&sql)
+                        .bind(&e.event_id)
+                        .bind(&e.kind)
+                        .bind(&e.reference)
+                        .bind(&e.at)
+                        .bind(e.body.to_string())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail)?;
+                }
+                tx.commit().await.map_err(fail)?;
+                Ok(true)
+            }
+
             async fn interrupt_stale_runs(
                 &self,
                 environment: &str,

@@ -587,6 +587,51 @@ codes! {
         help: "Wait for the other run to finish; a killed process's lease expires on its own.",
         explanation: "One writer per workspace and environment: run, apply and promote take a lease with expiry in the state store.",
     }
+    UNKNOWN_REF = "Y007" {
+        summary: "No environment reference of that name.",
+        help: "`phlo-transform ref list` shows the references; `ref create <name> --from main` makes one.",
+        explanation: "Environments of the embedded engine are references recorded in the state store (SPEC §44-45): `--ref`, `ref show`, `ref delete` and `promote` name one that must exist. `main` always exists.",
+    }
+    REF_EXISTS = "Y008" {
+        summary: "A reference of that name already exists.",
+        help: "Pick another name, or delete the old reference first (`ref delete <name>`).",
+        explanation: "`ref create` never redefines a reference: its recorded provenance (created_from) is what promotion audits.",
+    }
+    MAIN_REF_PROTECTED = "Y009" {
+        summary: "`main` cannot be deleted.",
+        help: "`main` is the default base, not a scratch branch; roll it back instead (`rollback --ref main --to <promotion>`).",
+        explanation: "Deleting `main` would leave every reader of the published environment without tables (SPEC §45).",
+    }
+    INVALID_REF_NAME = "Y010" {
+        summary: "The reference name is not valid.",
+        help: "Use letters, digits, `-`, `_`, `.` and `/` (`feature/new-assay`), at most 100 characters, not `local`.",
+        explanation: "A reference name becomes part of a folder name under .phlo/warehouse/.refs/ and of the state environment's name; names are never paths, so `..`, leading `/` or `.` and other characters are refused.",
+    }
+    PROMOTION_BLOCKED = "Y011" {
+        summary: "A promotion gate failed: nothing was published.",
+        help: "Read the failed gate's detail: run the candidate again (`run --ref <name>`), fix the failing tests, or recreate the candidate from the current target.",
+        explanation: "`promote` publishes a candidate only when every gate passes (SPEC §47): run (its last run passed and is bound to its current hash), tests, blocked, schema (no breaking column change), base (the target is still at the hash the candidate was created from) and conflicts.",
+    }
+    STALE_REF = "Y012" {
+        summary: "A reference moved while it was being changed: nothing was written.",
+        help: "Evaluate again: another promotion, rollback or run changed the reference first.",
+        explanation: "Every change of references is one state transaction under compare-and-swap on the hashes its decision was made against: of two concurrent promotions one wins and the other is refused, and a candidate that advanced after its audit is never published unaudited.",
+    }
+    UNKNOWN_PROMOTION = "Y013" {
+        summary: "No recorded promotion matches the rollback target.",
+        help: "`phlo-transform ref show <ref>` lists the reference's promotions; pass one's id (or a unique prefix).",
+        explanation: "`rollback --ref <ref> --to <promotion>` restores the pointers a recorded promotion replaced.",
+    }
+    ROLLBACK_VERSION_MISSING = "Y014" {
+        summary: "The table has no such Delta version.",
+        help: "Pick a version the table's log still holds (`ref show` prints the version read now).",
+        explanation: "`rollback <model> --to <version>` points the environment at an earlier version of the model's Delta table (time travel); a version that was never written, or whose commit was cleaned up, cannot be read.",
+    }
+    ENVIRONMENTS_UNSUPPORTED = "Y015" {
+        summary: "Environments are not available for this adapter or command.",
+        help: "Environments run on the embedded local engine; drop --ref for other adapters and for commands that do not take it.",
+        explanation: "Virtual environments (pointers to Delta tables) exist on the local engine; Trino + Nessie branches are not implemented yet. Commands that do not read an environment refuse --ref rather than ignore it.",
+    }
 }
 
 /// docs/codes.md: every code with its summary, help and explanation, by category.

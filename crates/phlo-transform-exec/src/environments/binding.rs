@@ -1,0 +1,192 @@
+//! A command bound to one environment: the engine that reads its pointers and writes into its
+//! own root, the records it inherits with their identity proofs, and the commit of a run's
+//! writes into its pointers.
+
+use phlo_transform_adapter::pins::{commit_identity, Pin};
+use phlo_transform_adapter::{Adapter, AdapterError, LocalEngine, Purpose};
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_plan::Adoptable;
+use phlo_transform_state::{
+    MaterializedVersion, RefRecord, RefSwap, RefWrite, RunBinding, StateStore,
+};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{now, stale, state_error, Environments};
+use crate::RunReport;
+
+/// One environment as a command uses it.
+pub struct Binding {
+    pub reference: String,
+    /// The state environment its runs and materialisations are recorded under.
+    pub environment: String,
+    pub(crate) warehouse: PathBuf,
+    /// Where it writes.
+    pub own_root: PathBuf,
+    /// The local target's `default_schema` (where it places models).
+    pub(crate) default_schema: Option<String>,
+    /// `None`: `main` before any environment was created from it (its own tables, latest).
+    pub record: Option<RefRecord>,
+}
+
+/// Records an environment reads from another environment's tables, and their proofs.
+#[derive(Default)]
+pub struct Inherited {
+    pub records: HashMap<String, MaterializedVersion>,
+    pub adoptable: HashMap<String, Adoptable>,
+}
+
+impl Binding {
+    /// Where each model is read from, by its relation (the engine's name for it).
+    pub fn pins(&self) -> HashMap<String, Pin> {
+        let Some(record) = &self.record else {
+            return HashMap::new();
+        };
+        record
+            .pointers
+            .values()
+            .map(|p| {
+                let pin = Pin {
+                    path: self.warehouse.join(&p.location),
+                    view: p.kind == "view",
+                    delta_version: p.delta_version,
+                };
+                (p.record.relation.clone(), pin)
+            })
+            .collect()
+    }
+
+    /// The local engine over this environment: its own root, its pins.
+    pub async fn open_engine(
+        &self,
+        c: &Compilation,
+        purpose: Purpose,
+    ) -> (Arc<dyn Adapter>, Vec<AdapterError>) {
+        match purpose {
+            Purpose::Plan => (
+                Arc::new(LocalEngine::unregistered_pinned(
+                    &self.own_root,
+                    self.default_schema.as_deref(),
+                    self.pins(),
+                )),
+                Vec::new(),
+            ),
+            Purpose::Run { .. } => {
+                let (engine, problems) = LocalEngine::open_pinned(
+                    &self.own_root,
+                    self.default_schema.as_deref(),
+                    self.pins(),
+                    c,
+                )
+                .await;
+                (Arc::new(engine), problems)
+            }
+        }
+    }
+
+    /// The records this environment reads from tables another environment wrote, each with
+    /// the live check of its output identity: the Delta commit at the pinned version still
+    /// has the digest recorded with the pointer (a view: its definition is still there).
+    pub fn inherited(&self) -> Inherited {
+        let mut out = Inherited::default();
+        let Some(record) = &self.record else {
+            return out;
+        };
+        for (id, p) in &record.pointers {
+            if p.built_in == self.environment {
+                continue;
+            }
+            let path = self.warehouse.join(&p.location);
+            let identity = match (p.kind.as_str(), p.delta_version) {
+                ("view", _) if path.is_file() => {
+                    Ok(format!("view definition `{}` present", p.location))
+                }
+                ("view", _) => Err(format!("view definition `{}` is gone", p.location)),
+                (_, Some(v)) => match (commit_identity(&path, v), &p.identity) {
+                    (Some(live), Some(recorded)) if &live == recorded => Ok(format!(
+                        "Delta version {v} of `{}` still has identity {live}",
+                        p.location
+                    )),
+                    (Some(live), recorded) => Err(format!(
+                        "Delta version {v} of `{}` has identity {live}, recorded {}",
+                        p.location,
+                        recorded.as_deref().unwrap_or("none")
+                    )),
+                    (None, _) => Err(format!(
+                        "Delta version {v} of `{}` is no longer in its log",
+                        p.location
+                    )),
+                },
+                (_, None) => Err(format!("no Delta version recorded for `{}`", p.location)),
+            };
+            out.records.insert(id.clone(), p.record.clone());
+            out.adoptable.insert(
+                id.clone(),
+                Adoptable {
+                    environment: p.built_in.clone(),
+                    identity,
+                },
+            );
+        }
+        out
+    }
+
+    /// After a run: the models it wrote now point at this environment's own tables (their
+    /// latest versions), and the run is bound to the resulting hash — what the `run` gate
+    /// checks. Nothing to do for `main` unpinned (it reads its own tables as they are).
+    pub async fn commit_run(
+        &self,
+        store: &Arc<dyn StateStore>,
+        report: &RunReport,
+    ) -> Result<Option<RefRecord>, Diagnostic> {
+        if self.record.is_none() {
+            return Ok(None);
+        }
+        let envs = Environments {
+            store: store.clone(),
+            warehouse: self.warehouse.clone(),
+        };
+        let current = envs.get(&self.reference).await?;
+        let records = store
+            .materializations(&self.environment)
+            .await
+            .map_err(state_error)?;
+        let by_name: HashMap<&str, &MaterializedVersion> = records
+            .values()
+            .map(|r| (r.model_name.as_str(), r))
+            .collect();
+        let mut pointers = current.pointers.clone();
+        for m in report.models.iter().filter(|m| m.status == "passed") {
+            let Some(record) = by_name.get(m.name.as_str()) else {
+                continue;
+            };
+            if let Some(p) = envs.own_pointer(&self.reference, &self.environment, (*record).clone())
+            {
+                pointers.insert(record.model_id.clone(), p);
+            }
+        }
+        let mut next = current.clone();
+        next.set_pointers(pointers, &now());
+        next.run = Some(RunBinding {
+            run_id: report.run_id.clone(),
+            hash: next.hash.clone(),
+        });
+        let swap = RefSwap {
+            writes: vec![RefWrite {
+                name: self.reference.clone(),
+                expected: Some(current.hash.clone()),
+                record: Some(next.clone()),
+            }],
+            ..RefSwap::default()
+        };
+        if !store.swap_refs(&swap).await.map_err(state_error)? {
+            return Err(stale(&format!(
+                "`{}` moved while run {} was writing it: its writes are recorded but not in its pointers",
+                self.reference, report.run_id
+            )));
+        }
+        Ok(Some(next))
+    }
+}
