@@ -354,7 +354,7 @@ fn inputs<'a>(
         relation_of,
         built_strategies: Box::leak(Box::default()),
         freshness: &[],
-        adoptable: &Default::default(),
+        adoptable: Box::leak(Box::default()),
     }
 }
 
