@@ -9,9 +9,8 @@
 //! within a level every binary or unary operator since the last separator (a comma or a clause
 //! keyword) and every set operation adds one.
 
-use datafusion::sql::sqlparser::dialect::Dialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The deepest nesting a model may have. Generous for hand-written and generated SQL alike
 /// (a 1,000-term sum, a 1,000-branch union), and well inside what the compiler's 64 MiB
@@ -33,16 +32,13 @@ struct Level {
     sets: usize,
 }
 
-/// `Err` with the position where the nesting estimate of `sql` first exceeds `limit`.
-/// Text that does not tokenize is left to the parser to report.
-pub fn check(sql: &str, dialect: &dyn Dialect, limit: usize) -> Result<(), TooDeep> {
-    let Ok(tokens) = Tokenizer::new(dialect, sql).tokenize_with_location() else {
-        return Ok(());
-    };
+/// `Err` with the position where the nesting estimate of `tokens` first exceeds `limit`.
+/// It reads the tokens the parser then parses, so the text is tokenized once.
+pub fn check(tokens: &[TokenWithSpan], limit: usize) -> Result<(), TooDeep> {
     let mut levels = vec![Level::default()];
     // Sum over `levels` of (1 + chain + sets), kept up to date instead of recomputed.
     let mut depth = 1usize;
-    for t in &tokens {
+    for t in tokens {
         let top = levels.last_mut().expect("never empty");
         match &t.token {
             Token::LParen | Token::LBracket => {
@@ -148,9 +144,17 @@ fn is_literal(token: &Token) -> bool {
 mod tests {
     use super::*;
     use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::tokenizer::Tokenizer;
+
+    fn depth(sql: &str, limit: usize) -> Result<(), TooDeep> {
+        let tokens = Tokenizer::new(&GenericDialect {}, sql)
+            .tokenize_with_location()
+            .unwrap();
+        check(&tokens, limit)
+    }
 
     fn depth_ok(sql: &str, limit: usize) -> bool {
-        check(sql, &GenericDialect {}, limit).is_ok()
+        depth(sql, limit).is_ok()
     }
 
     #[test]
@@ -179,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_position_is_where_the_limit_was_crossed() {
-        let e = check("select 1 +\n1 + 1", &GenericDialect {}, 2).unwrap_err();
+        let e = depth("select 1 +\n1 + 1", 2).unwrap_err();
         assert_eq!((e.line, e.column), (2, 3));
     }
 }

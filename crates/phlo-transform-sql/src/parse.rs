@@ -3,6 +3,7 @@
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Tokenizer;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 
@@ -23,7 +24,11 @@ pub fn parse_query(
     file: &str,
     dialect: &dyn Dialect,
 ) -> Result<ParsedQuery, Diagnostic> {
-    if let Err(at) = crate::depth::check(sql, dialect, crate::depth::MAX_NESTING) {
+    // Tokenized once: the nesting bound reads the tokens the parser then parses.
+    let tokens = Tokenizer::new(dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| syntax_error(&ParserError::from(e), sql, file))?;
+    if let Err(at) = crate::depth::check(&tokens, crate::depth::MAX_NESTING) {
         return Err(Diagnostic::error(
             codes::QUERY_TOO_DEEP,
             format!(
@@ -36,7 +41,10 @@ pub fn parse_query(
         .with_label("the limit is crossed here")
         .with_help("split the expression or the union into models or CTEs of fewer terms each"));
     }
-    let statements = Parser::parse_sql(dialect, sql).map_err(|e| syntax_error(&e, sql, file))?;
+    let statements = Parser::new(dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| syntax_error(&e, sql, file))?;
     let mut it = statements.into_iter();
     match (it.next(), it.next()) {
         (Some(Statement::Query(query)), None) => Ok(ParsedQuery { query }),
