@@ -6,49 +6,61 @@
 /// (reserved address space, not committed memory).
 const STACK: usize = 64 << 20;
 
+use std::sync::{Mutex, PoisonError};
+
 /// `items.map(f)`, computed on up to `available_parallelism` threads, results in input order.
 pub(crate) fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    map_chunks(items, |chunk| chunk.into_iter().map(&f).collect())
+    map_with(items, || (), |_, item| f(item))
 }
 
-/// Splits `items` into one contiguous chunk per thread and concatenates what `f` makes of
-/// each, in order. For work with a per-thread set-up cost (a planning session).
-pub(crate) fn map_chunks<T: Send, R: Send>(
+/// `items.map(f)` with a state per thread made by `init` (for work with a per-thread set-up
+/// cost, such as a planning session), results in input order. Each thread takes the next item
+/// when it has finished one: models differ a lot in cost and sit sorted by namespace, so
+/// contiguous halves left one core idle while the other finished the costlier half.
+pub(crate) fn map_with<T: Send, S, R: Send>(
     items: Vec<T>,
-    f: impl Fn(Vec<T>) -> Vec<R> + Sync,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, T) -> R + Sync,
 ) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
     if threads <= 1 || items.len() < 64 {
-        return f(items);
+        let mut state = init();
+        return items.into_iter().map(|item| f(&mut state, item)).collect();
     }
-    let per_chunk = items.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut items = items.into_iter();
-    loop {
-        let chunk: Vec<T> = items.by_ref().take(per_chunk).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        chunks.push(chunk);
-    }
-    let f = &f;
+    let len = items.len();
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let (queue, init, f) = (&queue, &init, &f);
+    let mut out: Vec<Option<R>> = std::iter::repeat_with(|| None).take(len).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
+        let handles: Vec<_> = (0..threads.min(len))
+            .map(|_| {
                 std::thread::Builder::new()
                     .stack_size(STACK)
-                    .spawn_scoped(scope, move || f(chunk))
+                    .spawn_scoped(scope, move || {
+                        let mut state = init();
+                        let mut done = Vec::new();
+                        loop {
+                            let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+                            let Some((index, item)) = next else {
+                                return done;
+                            };
+                            done.push((index, f(&mut state, item)));
+                        }
+                    })
                     .expect("a compiler thread starts")
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("compiler threads do not panic"))
-            .collect()
-    })
+        for handle in handles {
+            for (index, result) in handle.join().expect("compiler threads do not panic") {
+                out[index] = Some(result);
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.expect("every item was mapped"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -366,38 +366,39 @@ fn plan_in_parallel(
         Target::Model(u) => models[*u].name.to_string(),
         Target::Source(s) => s.clone(),
     };
-    crate::par::map_chunks(work, |chunk| {
-        let state = ctx.state();
-        chunk
-            .into_iter()
-            .filter_map(|i| Some((i, typing_query(models, i, &dotted)?)))
-            .map(|(i, query)| {
-                let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
-                let planned =
-                    match futures::executor::block_on(state.statement_to_plan(statement)) {
-                        Err(e) => Planned::Unplannable(e),
-                        Ok(plan) => {
-                            // The target's semantics where a rewrite is exact: the types it reports.
-                            let target = semantics.rewrite(plan.clone());
-                            match target.map_err(Planned::Unplannable).and_then(|target| {
-                                analyse(&state, &target).map_err(Planned::Rejected)
-                            }) {
-                                Ok(analysed) => Planned::Typed(Box::new(Typed {
-                                    schema: Arc::new(analysed.schema().as_arrow().clone()),
-                                    fingerprint: plan_fingerprint(
-                                        &plan.display_indent_schema().to_string(),
-                                    ),
-                                    lineage: column_lineage(&plan, &is_dataset),
-                                    divergences: semantics.divergences(&plan),
-                                })),
-                                Err(failed) => failed,
-                            }
-                        }
-                    };
-                (i, planned)
-            })
-            .collect()
-    })
+    crate::par::map_with(
+        work,
+        || ctx.state(),
+        |state, i| {
+            let query = typing_query(models, i, &dotted)?;
+            let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
+            let planned = match futures::executor::block_on(state.statement_to_plan(statement)) {
+                Err(e) => Planned::Unplannable(e),
+                Ok(plan) => {
+                    // The target's semantics where a rewrite is exact: the types it reports.
+                    let target = semantics.rewrite(plan.clone());
+                    match target
+                        .map_err(Planned::Unplannable)
+                        .and_then(|target| analyse(state, &target).map_err(Planned::Rejected))
+                    {
+                        Ok(analysed) => Planned::Typed(Box::new(Typed {
+                            schema: Arc::new(analysed.schema().as_arrow().clone()),
+                            fingerprint: plan_fingerprint(
+                                &plan.display_indent_schema().to_string(),
+                            ),
+                            lineage: column_lineage(&plan, &is_dataset),
+                            divergences: semantics.divergences(&plan),
+                        })),
+                        Err(failed) => failed,
+                    }
+                }
+            };
+            Some((i, planned))
+        },
+    )
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Stores a planned model's schema, or turns its planning error into a diagnostic.
