@@ -120,6 +120,16 @@ fn reasons(plan: &Value, model: &str) -> Vec<String> {
         .collect()
 }
 
+/// Rows of `assay.results` whose values differ between the workspace and the environment's
+/// materialisation (`diff`).
+fn changed_rows(root: &Path, extra: &[&str]) -> u64 {
+    let mut args = vec!["diff", "assay.results", "--key", "experiment_id", "--json"];
+    args.extend_from_slice(extra);
+    let out = run(root, &args);
+    assert!(out.code <= 1, "{args:?}: {}\n{}", out.stdout, out.stderr);
+    out.json()["records"]["modified"].as_u64().unwrap()
+}
+
 fn main_hash(root: &Path) -> String {
     ok(root, &["ref", "show", "main", "--json"])["hash"]
         .as_str()
@@ -229,6 +239,15 @@ fn a_candidate_builds_beside_main_is_audited_published_and_rolled_back() {
         assert_eq!(gate(&checked, name)["passed"], true, "{name}: {checked}");
     }
     assert_eq!(main_hash(root), base_hash);
+    // Commands that read an environment read the one --ref names: the workspace's SQL equals
+    // dev's table, not main's.
+    assert_eq!(changed_rows(root, &[]), 3);
+    assert_eq!(changed_rows(root, &["--ref", "dev"]), 0);
+    let explained = ok(
+        root,
+        &["explain", "assay.results", "--ref", "dev", "--json"],
+    );
+    assert_eq!(explained["environment"], "dev");
 
     let promoted = ok(root, &["promote", "dev", "--to", "main", "--json"]);
     assert_eq!(promoted["promoted"], true);
@@ -241,6 +260,8 @@ fn a_candidate_builds_beside_main_is_audited_published_and_rolled_back() {
         ("exp-003", "cambridge", "10.0"),
     ]);
     assert_eq!(read_through(root, "main", "assay.results"), doubled);
+    // Main's readers, the diff included, now read the published table.
+    assert_eq!(changed_rows(root, &[]), 0);
     // Main's plan agrees: everything it holds is the workspace's version.
     let after = ok(root, &["plan", "--json"]);
     assert_eq!(after["summary"]["build"], 0, "{after}");
@@ -443,7 +464,7 @@ fn references_are_managed_explicitly_with_coded_errors() {
         code_of(&["ref", "create", "y", "--from", "nope", "--json"]),
         "Y007"
     );
-    assert_eq!(code_of(&["list", "--ref", "feature/x", "--json"]), "Y015");
+    assert_eq!(code_of(&["check", "--ref", "feature/x", "--json"]), "Y015");
     assert_eq!(code_of(&["ref", "delete", "nope", "--json"]), "Y007");
     // A candidate's tables live under its own folder, never main's.
     results(root, "result * 2");

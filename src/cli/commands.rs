@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
-    compile, local_default_schema, open_engine, open_state, open_state_read_only, render, Paths,
-    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    compile, local_default_schema, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
+    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
@@ -242,22 +242,40 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         None
     } else {
         let state = if spec.reads_state() {
-            let engine = match open_engine(paths, c, Purpose::Plan).await {
-                Ok((engine, _)) => engine,
-                Err(d) => return fatal(d, json),
-            };
             let store = match open_state_read_only(paths).await {
                 Ok(s) => s,
                 Err(d) => return fatal(d, json),
             };
-            match phlo_transform_exec::planning::state_view(
-                c,
-                engine.as_ref(),
-                store.as_ref(),
-                LOCAL_ENVIRONMENT,
-            )
-            .await
-            {
+            let binding = match super::bind(paths, c, store.clone()).await {
+                Ok(b) => b,
+                Err(d) => return fatal(d, json),
+            };
+            let engine =
+                match super::open_bound_engine(paths, c, binding.as_ref(), Purpose::Plan).await {
+                    Ok((engine, _)) => engine,
+                    Err(d) => return fatal(d, json),
+                };
+            let viewed = match &binding {
+                Some(b) => {
+                    phlo_transform_exec::planning::state_view_bound(
+                        c,
+                        b,
+                        engine.as_ref(),
+                        store.as_ref(),
+                    )
+                    .await
+                }
+                None => {
+                    phlo_transform_exec::planning::state_view(
+                        c,
+                        engine.as_ref(),
+                        store.as_ref(),
+                        LOCAL_ENVIRONMENT,
+                    )
+                    .await
+                }
+            };
+            match viewed {
                 Ok(v) => Some((v, engine)),
                 Err(d) => return fatal(d, json),
             }
@@ -322,7 +340,15 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
     let m = &c.models[i];
     // Naming needs the adapter; a warehouse that cannot be reached only costs the relation,
     // unless the SQL it would be sent was asked for.
-    let engine = match open_engine(paths, c, Purpose::Plan).await {
+    let store = open_state_read_only(paths).await;
+    let binding = match &store {
+        Ok(store) => match super::bind(paths, c, store.clone()).await {
+            Ok(b) => b,
+            Err(d) => return fatal(d, json),
+        },
+        Err(_) => None,
+    };
+    let engine = match super::open_bound_engine(paths, c, binding.as_ref(), Purpose::Plan).await {
         Ok((engine, _)) => Some(engine),
         Err(d) if sql => return fatal(d, json),
         Err(_) => None,
@@ -336,13 +362,14 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
         return print_model_sql(c, i, engine.as_ref(), json);
     }
     let file = &c.workspace.models[i];
-    let recorded = match open_state_read_only(paths).await {
-        Ok(store) => store
+    let recorded = match (&store, &binding) {
+        (Ok(store), Some(b)) => b.recorded(store.as_ref(), &m.id).await.ok().flatten(),
+        (Ok(store), None) => store
             .materializations(LOCAL_ENVIRONMENT)
             .await
             .ok()
             .and_then(|mut all| all.remove(&m.id)),
-        Err(_) => None,
+        (Err(_), _) => None,
     };
     let desired = m.version.as_ref().map(|v| v.version.clone());
     let status = match (&desired, &recorded) {

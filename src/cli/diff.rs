@@ -118,7 +118,10 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
         Err(d) => return fatal(d, json),
     }
-    let (engine, _) = open_local_engine(paths, c).await;
+    let (engine, _) = match open_local_engine(paths, c).await {
+        Ok(opened) => opened,
+        Err(d) => return fatal(d, json),
+    };
     let report = match diff_model(c, &engine, library_args).await {
         Ok(r) => r,
         Err(d) => return fatal(d, json),

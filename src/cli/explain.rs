@@ -26,7 +26,7 @@ struct Explanation<'a> {
     depends_on: Vec<phlo_transform_compiler::Dependency>,
     version: Option<&'a str>,
     recorded: Option<MaterializedVersion>,
-    environment: &'static str,
+    environment: String,
     /// `None` for an ephemeral model: it is inlined, never planned.
     planned: Option<PlannedModel>,
     schema_change: Option<SchemaChange>,
@@ -50,17 +50,27 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         Ok(s) => s,
         Err(d) => return fatal(d, json),
     };
-    let recorded = match store.materializations(LOCAL_ENVIRONMENT).await {
-        Ok(mut all) => all.remove(&m.id),
-        Err(e) => {
-            return fatal(
-                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
-                    .with_help("check the state database"),
-                json,
-            )
-        }
+    let binding = match super::bind(paths, c, store.clone()).await {
+        Ok(b) => b,
+        Err(d) => return fatal(d, json),
     };
-    let engine = match super::open_engine(paths, c, phlo_transform_adapter::Purpose::Plan).await {
+    let recorded = match &binding {
+        Some(b) => b.recorded(store.as_ref(), &m.id).await,
+        None => store
+            .materializations(LOCAL_ENVIRONMENT)
+            .await
+            .map(|mut all| all.remove(&m.id))
+            .map_err(|e| {
+                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+                    .with_help("check the state database")
+            }),
+    };
+    let recorded = match recorded {
+        Ok(r) => r,
+        Err(d) => return fatal(d, json),
+    };
+    let purpose = phlo_transform_adapter::Purpose::Plan;
+    let engine = match super::open_bound_engine(paths, c, binding.as_ref(), purpose).await {
         Ok((engine, _)) => engine,
         Err(d) => return fatal(d, json),
     };
@@ -68,18 +78,11 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         include: vec![format!("+{}", m.name)],
         ..SelectorSpec::default()
     };
-    let plan = match phlo_transform_exec::planning::make_plan(
-        c,
-        LOCAL_ENVIRONMENT,
-        engine.as_ref(),
-        store.as_ref(),
-        &spec,
-    )
-    .await
-    {
-        Ok(p) => p,
-        Err(diags) => return fatal_all(diags, json),
-    };
+    let plan =
+        match super::make_plan(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec).await {
+            Ok(p) => p,
+            Err(diags) => return fatal_all(diags, json),
+        };
     let planned = plan
         .models
         .iter()
@@ -99,7 +102,9 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         depends_on: c.dependencies(i),
         version: m.version.as_ref().map(|v| v.version.as_str()),
         recorded,
-        environment: LOCAL_ENVIRONMENT,
+        environment: binding
+            .as_ref()
+            .map_or(LOCAL_ENVIRONMENT.to_string(), |b| b.environment.clone()),
         planned,
         schema_change,
     };

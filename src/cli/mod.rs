@@ -253,6 +253,10 @@ pub async fn dispatch(cli: Cli) -> u8 {
         let takes_ref = matches!(
             cli.command,
             Command::Plan { .. }
+                | Command::List { .. }
+                | Command::Inspect { .. }
+                | Command::Explain { .. }
+                | Command::Diff { .. }
                 | Command::Run { .. }
                 | Command::Test { .. }
                 | Command::Apply { .. }
@@ -264,7 +268,9 @@ pub async fn dispatch(cli: Cli) -> u8 {
                     codes::ENVIRONMENTS_UNSUPPORTED,
                     format!("--ref {reference}: this command does not take an environment"),
                 )
-                .with_help("--ref applies to plan, run, test, apply and rollback"),
+                .with_help(
+                    "--ref applies to plan, run, test, apply, list, inspect, explain, diff and rollback",
+                ),
                 json,
             );
         }
@@ -494,18 +500,24 @@ pub async fn make_plan(
     }
 }
 
-/// The embedded local engine over the workspace's warehouse with every source registered:
-/// what `diff` reads (it compares Delta versions, which only the local engine has).
+/// The embedded local engine over the workspace's warehouse with every source registered,
+/// reading the environment `--ref` names (default main): what `diff` reads (it compares Delta
+/// versions, which only the local engine has).
 pub async fn open_local_engine(
     paths: &Paths,
     c: &Compilation,
-) -> (phlo_transform_adapter::LocalEngine, Vec<Diagnostic>) {
-    let (engine, problems) = phlo_transform_adapter::LocalEngine::open(
+) -> Result<(phlo_transform_adapter::LocalEngine, Vec<Diagnostic>), Diagnostic> {
+    let store = open_state_read_only(paths).await?;
+    let binding = phlo_transform_exec::environments::bind_target(
+        store,
         &paths.warehouse,
-        c,
+        "local",
         local_default_schema(c).as_deref(),
+        paths.reference.as_deref(),
     )
-    .await;
+    .await?
+    .expect("the local engine has environments");
+    let (engine, problems) = binding.open_local(c).await;
     let diags = problems
         .into_iter()
         .map(|p| {
@@ -513,5 +525,5 @@ pub async fn open_local_engine(
                 .with_help("models reading this relation will fail until it can be read")
         })
         .collect();
-    (engine, diags)
+    Ok((engine, diags))
 }

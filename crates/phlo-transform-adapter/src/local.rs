@@ -141,6 +141,18 @@ impl LocalEngine {
         engine
     }
 
+    /// Where relation `name` is read: its pin (folder and version), else this engine's own
+    /// table folder at its latest version.
+    pub(crate) fn read_location(
+        &self,
+        name: &str,
+    ) -> Result<(std::path::PathBuf, Option<i64>), AdapterError> {
+        match self.pin(name).filter(|p| !p.view) {
+            Some(pin) => Ok((pin.path, pin.delta_version)),
+            None => Ok((self.table_path(name)?.as_path().to_path_buf(), None)),
+        }
+    }
+
     fn pin(&self, model: &str) -> Option<Pin> {
         self.pins.read().expect("pins lock").get(model).cloned()
     }

@@ -30,19 +30,25 @@ pub struct TableVersion {
 }
 
 impl LocalEngine {
-    /// Whether the model has a Delta table in this warehouse.
+    /// Whether the model has a Delta table in this environment (its pinned table, else its
+    /// own).
     pub fn has_table(&self, model: &str) -> bool {
-        self.table_path(&self.relation_name(model))
-            .is_ok_and(|p| crate::delta::has_commit(&p))
+        self.read_location(&self.relation_name(model))
+            .is_ok_and(|(p, _)| crate::delta::has_commit(&p))
     }
 
-    /// The model's table as of `at`, and the Delta version that is.
+    /// The model's table as of `at`, and the Delta version that is. `Latest` is the version
+    /// the environment reads (a pinned table's pinned version).
     pub async fn table_at(
         &self,
         model: &str,
         at: &DeltaAt,
     ) -> Result<(Arc<dyn TableProvider>, u64), AdapterError> {
-        let path = self.table_path(&self.relation_name(model))?;
+        let (path, pinned) = self.read_location(&self.relation_name(model))?;
+        let at = &match (at, pinned) {
+            (DeltaAt::Latest, Some(v)) => DeltaAt::Version(v.max(0) as u64),
+            _ => at.clone(),
+        };
         let unavailable =
             |e: String| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}"));
         let url = deltalake::ensure_table_uri(path.to_string_lossy())
@@ -67,7 +73,8 @@ impl LocalEngine {
     /// Every commit still in the model's log (JSON commit files), oldest first.
     pub fn table_versions(&self, model: &str) -> Result<Vec<TableVersion>, AdapterError> {
         let log = self
-            .table_path(&self.relation_name(model))?
+            .read_location(&self.relation_name(model))?
+            .0
             .join("_delta_log");
         let unreadable = |e: std::io::Error| {
             err(

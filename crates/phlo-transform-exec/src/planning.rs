@@ -61,6 +61,16 @@ pub async fn state_view(
     state_view_with(c, engine, store, environment, Inherited::default()).await
 }
 
+/// [`state_view`] of the environment `binding` names, with what it inherits.
+pub async fn state_view_bound(
+    c: &Compilation,
+    binding: &Binding,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+) -> Result<StateView, Diagnostic> {
+    state_view_with(c, engine, store, &binding.environment, binding.inherited()).await
+}
+
 /// [`state_view`] of an environment that also reads `inherited` records (another
 /// environment's tables): its own records come first.
 async fn state_view_with(

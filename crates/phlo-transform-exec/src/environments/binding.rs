@@ -86,6 +86,33 @@ impl Binding {
         }
     }
 
+    /// The local engine over this environment with its sources and relations registered, as
+    /// the concrete type (`diff` reads Delta versions through it).
+    pub async fn open_local(&self, c: &Compilation) -> (LocalEngine, Vec<AdapterError>) {
+        LocalEngine::open_pinned(
+            &self.own_root,
+            self.default_schema.as_deref(),
+            self.pins(),
+            c,
+        )
+        .await
+    }
+
+    /// The record of model `model_id` in this environment: its own, else the one it
+    /// inherits.
+    pub async fn recorded(
+        &self,
+        store: &dyn StateStore,
+        model_id: &str,
+    ) -> Result<Option<MaterializedVersion>, Diagnostic> {
+        let own = store
+            .materializations(&self.environment)
+            .await
+            .map_err(state_error)?
+            .remove(model_id);
+        Ok(own.or_else(|| self.inherited().records.remove(model_id)))
+    }
+
     /// The records this environment reads from tables another environment wrote, each with
     /// the live check of its output identity: the Delta commit at the pinned version still
     /// has the digest recorded with the pointer (a view: its definition is still there).
