@@ -41,6 +41,7 @@ pub mod pins;
 mod position;
 pub mod postgres;
 mod relation;
+mod relations;
 pub mod snapshot;
 mod sqlgen;
 mod targets;

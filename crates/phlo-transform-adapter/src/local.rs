@@ -3,9 +3,10 @@
 //! `.phlo/warehouse/<model>/` exactly once per state (see `delta`: the application
 //! transaction is checked before writing, since delta-rs does not enforce it), and `@view`
 //! models stored as their SQL in
-//! `.phlo/warehouse/<model>.view.json` and re-registered by every session that reads them.
-//! With `default_schema` a model's relation is `<schema>.<table>` as a SQL warehouse would
-//! place it (`crate::naming::local_model`), in the warehouse and in the session alike.
+//! `.phlo/warehouse/<model>.view.json`. A session opens a model's relation when a query first
+//! reads it (see `relations`). With `default_schema` a model's relation is `<schema>.<table>`
+//! as a SQL warehouse would place it (`crate::naming::local_model`), in the warehouse and in
+//! the session alike.
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
@@ -23,11 +24,12 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
 use phlo_transform_project::{Materialization, SourceFormat};
-use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::pins::Pin;
+use crate::pins::{Pin, Pins};
+use crate::relations::{open_delta, open_delta_provider, Relations, ViewDefinition};
 use crate::warehouse::{Warehouse, WarehousePath};
 use crate::{
     Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
@@ -47,16 +49,8 @@ pub struct LocalEngine {
     semantics: Semantics,
     /// Models this engine's environment reads from outside its own root (a virtual
     /// environment's base tables), by model name. A model written here loses its pin.
-    pins: std::sync::RwLock<std::collections::HashMap<String, Pin>>,
-}
-
-/// What a stored view is.
-#[derive(Serialize, Deserialize)]
-struct ViewDefinition {
-    model: String,
-    version: String,
-    run_id: String,
-    sql: String,
+    /// Shared with the session's [`Relations`], which open pinned relations where they point.
+    pins: Pins,
 }
 
 pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
@@ -68,9 +62,10 @@ pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
 }
 
 impl LocalEngine {
-    /// A session over `warehouse` with every readable source of `c` and every existing model
-    /// relation (placed in `default_schema` when set) registered. Sources that cannot be
-    /// registered are reported, not fatal: the models that read them fail when they run.
+    /// A session over `warehouse` with every readable source of `c` registered and every
+    /// model relation of `c` (placed in `default_schema` when set) opened when a query first
+    /// reads it (see `relations`). Sources that cannot be registered are reported, not fatal:
+    /// the models that read them fail when they run.
     pub async fn open(
         warehouse: &Path,
         c: &Compilation,
@@ -84,11 +79,25 @@ impl LocalEngine {
     pub async fn open_pinned(
         warehouse: &Path,
         default_schema: Option<&str>,
-        pins: std::collections::HashMap<String, Pin>,
+        pins: HashMap<String, Pin>,
         c: &Compilation,
     ) -> (LocalEngine, Vec<AdapterError>) {
-        let engine = Self::with_semantics(warehouse, default_schema, c.dialect.semantics.clone());
-        *engine.pins.write().expect("pins lock") = pins;
+        let models = c
+            .models
+            .iter()
+            .filter(|m| m.materialization != Materialization::Ephemeral)
+            .map(|m| {
+                let name = crate::naming::local_model(m.name.as_str(), default_schema);
+                (name, m.materialization)
+            })
+            .collect();
+        let engine = Self::with_relations(
+            warehouse,
+            default_schema,
+            c.dialect.semantics.clone(),
+            models,
+            pins,
+        );
         let mut problems = Vec::new();
         for source in &c.workspace.sources {
             let Some(state) = c.catalog.sources.get(&source.name) else {
@@ -108,37 +117,34 @@ impl LocalEngine {
                 problems.push(e);
             }
         }
-        for &i in &c.order {
-            let m = &c.models[i];
-            let name = engine.relation_name(m.name.as_str());
-            let name = name.as_str();
-            // A relation that cannot be registered stays missing; planning rebuilds it.
-            let _ = match m.materialization {
-                Materialization::Ephemeral => Ok(()),
-                Materialization::View => engine.register_view(name).await,
-                Materialization::Table | Materialization::Incremental => {
-                    engine.register_delta(name).await
-                }
-            };
-        }
         (engine, problems)
     }
 
     /// An engine with nothing registered: enough to name relations and see whether they exist
-    /// (what planning needs), without opening every table.
+    /// (what planning needs), without opening any table.
     pub fn unregistered(warehouse: &Path, default_schema: Option<&str>) -> LocalEngine {
-        Self::with_semantics(warehouse, default_schema, Semantics::default())
+        Self::with_relations(
+            warehouse,
+            default_schema,
+            Semantics::default(),
+            HashMap::new(),
+            HashMap::new(),
+        )
     }
 
     /// [`LocalEngine::unregistered`] for a virtual environment (see [`LocalEngine::open_pinned`]).
     pub fn unregistered_pinned(
         warehouse: &Path,
         default_schema: Option<&str>,
-        pins: std::collections::HashMap<String, Pin>,
+        pins: HashMap<String, Pin>,
     ) -> LocalEngine {
-        let engine = Self::with_semantics(warehouse, default_schema, Semantics::default());
-        *engine.pins.write().expect("pins lock") = pins;
-        engine
+        Self::with_relations(
+            warehouse,
+            default_schema,
+            Semantics::default(),
+            HashMap::new(),
+            pins,
+        )
     }
 
     /// Where relation `name` is read: its pin (folder and version), else this engine's own
@@ -154,18 +160,23 @@ impl LocalEngine {
     }
 
     fn pin(&self, model: &str) -> Option<Pin> {
-        self.pins.read().expect("pins lock").get(model).cloned()
+        crate::pins::read(&self.pins).get(model).cloned()
     }
 
     fn unpin(&self, model: &str) -> Option<Pin> {
-        self.pins.write().expect("pins lock").remove(model)
+        crate::pins::write(&self.pins).remove(model)
     }
 
-    fn with_semantics(
+    /// A session whose default schema opens `models`' relations on first read, the pinned
+    /// ones from where their pins point.
+    fn with_relations(
         warehouse: &Path,
         default_schema: Option<&str>,
         semantics: Semantics,
+        models: HashMap<String, Materialization>,
+        pins: HashMap<String, Pin>,
     ) -> LocalEngine {
+        let pins: Pins = Arc::new(std::sync::RwLock::new(pins));
         let mut config = SessionConfig::new();
         semantics.configure(&mut config);
         config.options_mut().sql_parser.map_string_types_to_utf8view = false;
@@ -180,12 +191,26 @@ impl LocalEngine {
             .with_config(config)
             .with_query_planner(DeltaPlanner::new())
             .build();
+        let ctx = SessionContext::new_with_state(state);
+        let session = ctx.state_weak_ref();
+        let relations = Relations::new(
+            models,
+            pins.clone(),
+            Warehouse::new(warehouse),
+            semantics.clone(),
+            Box::new(move || session.upgrade().map(|s| s.read().clone())),
+        );
+        let catalog = ctx.state().config().options().catalog.clone();
+        ctx.catalog(&catalog.default_catalog)
+            .expect("a session has its default catalog")
+            .register_schema(&catalog.default_schema, Arc::new(relations))
+            .expect("the default catalog accepts schemas");
         LocalEngine {
-            ctx: SessionContext::new_with_state(state),
+            ctx,
             warehouse: Warehouse::new(warehouse),
             default_schema: default_schema.map(str::to_string),
             semantics,
-            pins: Default::default(),
+            pins,
         }
     }
 
@@ -194,7 +219,7 @@ impl LocalEngine {
         crate::naming::local_model(model, self.default_schema.as_deref())
     }
 
-    /// The session every source and existing model relation is registered in.
+    /// The session: sources registered, model relations opened on first read.
     pub fn session(&self) -> &SessionContext {
         &self.ctx
     }
@@ -248,7 +273,7 @@ impl LocalEngine {
                 .await
                 .map_err(|e| unavailable(e.to_string())),
             SourceFormat::Delta => {
-                let provider = open_delta_provider(path, &self.ctx)
+                let provider = open_delta_provider(path, &self.ctx.state())
                     .await
                     .map_err(unavailable)?;
                 self.register(name, provider)
@@ -265,54 +290,8 @@ impl LocalEngine {
     }
 
     async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
-        if let Some(pin) = self.pin(model).filter(|p| !p.view) {
-            let provider = open_delta_provider_at(&pin.path, pin.delta_version, &self.ctx)
-                .await
-                .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}")))?;
-            return self.register(model, provider);
-        }
-        let path = self.table_path(model)?;
-        if !crate::delta::has_commit(&path) {
-            return Err(err(
-                codes::RELATION_UNAVAILABLE,
-                format!("table `{model}` does not exist"),
-            ));
-        }
-        let provider = open_delta_provider(&path, &self.ctx)
-            .await
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{model}`: {e}")))?;
+        let provider = open_delta(&self.warehouse, &self.ctx.state(), model).await?;
         self.register(model, provider)
-    }
-
-    async fn register_view(&self, model: &str) -> Result<(), AdapterError> {
-        let path = match self.pin(model).filter(|p| p.view) {
-            Some(pin) => pin.path,
-            None => self.view_path(model)?.as_path().to_path_buf(),
-        };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("view `{model}`: {e}")))?;
-        let def: ViewDefinition = serde_json::from_str(&text).map_err(|e| {
-            err(
-                codes::RELATION_UNAVAILABLE,
-                format!("view `{model}` definition is corrupt: {e}"),
-            )
-        })?;
-        let plan = self.plan_sql(&def.sql).await?;
-        self.register(model, Arc::new(ViewTable::new(plan, Some(def.sql))))
-    }
-
-    async fn plan_sql(&self, sql: &str) -> Result<LogicalPlan, AdapterError> {
-        let state = self.ctx.state();
-        let statement = state
-            .sql_to_statement(sql, &datafusion::config::Dialect::Generic)
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        let plan = state
-            .statement_to_plan(statement)
-            .await
-            .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        self.semantics
-            .rewrite(plan)
-            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
     }
 
     async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
@@ -431,31 +410,6 @@ async fn count_rows_of(
         .await
         .map(|n| n as u64)
         .map_err(|e| crate::cause::datafusion_error(&e))
-}
-
-async fn open_delta_provider(
-    path: &Path,
-    ctx: &SessionContext,
-) -> Result<Arc<dyn TableProvider>, String> {
-    open_delta_provider_at(path, None, ctx).await
-}
-
-/// The table at `path` at `version` (the latest when `None`).
-async fn open_delta_provider_at(
-    path: &Path,
-    version: Option<i64>,
-    ctx: &SessionContext,
-) -> Result<Arc<dyn TableProvider>, String> {
-    let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let table = match version {
-        Some(v) => deltalake::open_table_with_version(url, v.max(0) as u64).await,
-        None => deltalake::open_table(url).await,
-    }
-    .map_err(|e| e.to_string())?;
-    table
-        .update_datafusion_session(&ctx.state())
-        .map_err(|e| e.to_string())?;
-    table.table_provider().await.map_err(|e| e.to_string())
 }
 
 /// An Iceberg table read at its current snapshot with the table's current schema.

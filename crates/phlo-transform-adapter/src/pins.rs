@@ -4,7 +4,21 @@
 //! version; the identity of a version is a digest of its commit file, so a table deleted and
 //! written again (same version number, other contents) never passes for the pinned one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// An engine's pins by relation name, shared by the engine (which drops a model's pin when it
+/// writes the model) and its session's relations (which open pinned relations where they point).
+pub(crate) type Pins = Arc<RwLock<HashMap<String, Pin>>>;
+
+pub(crate) fn read(pins: &Pins) -> RwLockReadGuard<'_, HashMap<String, Pin>> {
+    pins.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn write(pins: &Pins) -> RwLockWriteGuard<'_, HashMap<String, Pin>> {
+    pins.write().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Where one model is read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
