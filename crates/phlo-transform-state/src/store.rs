@@ -28,6 +28,48 @@ pub(crate) fn as_is(sql: &'static str) -> std::borrow::Cow<'static, str> {
 
 macro_rules! impl_state_store {
     ($store:ty, $row:ty, $sql:path) => {
+        /// Binds the 17 columns of a `model_versions` row, in the order the INSERTs list them,
+        /// with the row's environment given apart (a promotion writes a version into another
+        /// environment than the one it was recorded in).
+        fn bind_model_version<'q>(
+            q: sqlx::query::Query<
+                'q,
+                <$row as sqlx::Row>::Database,
+                <<$row as sqlx::Row>::Database as sqlx::Database>::Arguments<'q>,
+            >,
+            environment: &'q str,
+            m: &'q $crate::MaterializedVersion,
+        ) -> sqlx::query::Query<
+            'q,
+            <$row as sqlx::Row>::Database,
+            <<$row as sqlx::Row>::Database as sqlx::Database>::Arguments<'q>,
+        > {
+            let json = |v: &std::collections::BTreeMap<String, String>| {
+                serde_json::to_string(v).expect("string map")
+            };
+            q.bind(environment)
+                .bind(&m.model_id)
+                .bind(&m.model_name)
+                .bind(&m.version)
+                .bind(&m.sql_hash)
+                .bind(&m.config_hash)
+                .bind(json(&m.upstream))
+                .bind(json(&m.sources))
+                .bind(&m.materialization)
+                .bind(&m.relation)
+                .bind(&m.run_id)
+                .bind(m.generation)
+                .bind(&m.materialized_at)
+                .bind(&m.text_hash)
+                .bind(&m.plan_hash)
+                .bind(
+                    m.output_columns
+                        .as_ref()
+                        .map(|c| serde_json::to_string(c).expect("columns serialise")),
+                )
+                .bind(&m.adapter)
+        }
+
         fn run_from_row(r: &$row) -> $crate::RunRecord {
             use sqlx::Row;
             $crate::RunRecord {
@@ -276,9 +318,6 @@ macro_rules! impl_state_store {
                 &self,
                 m: &$crate::MaterializedVersion,
             ) -> $crate::Result<()> {
-                let json = |v: &std::collections::BTreeMap<String, String>| {
-                    serde_json::to_string(v).expect("string map")
-                };
                 // One statement, so the generation check and the write are atomic: under
                 // concurrent writers the row is locked by the conflict and the WHERE sees the
                 // newest committed generation (SPEC §39, ordered writes).
@@ -299,28 +338,7 @@ macro_rules! impl_state_store {
                         output_columns = excluded.output_columns, adapter = excluded.adapter
                      WHERE excluded.generation >= model_versions.generation",
                 );
-                sqlx::query(&sql)
-                    .bind(&m.environment)
-                    .bind(&m.model_id)
-                    .bind(&m.model_name)
-                    .bind(&m.version)
-                    .bind(&m.sql_hash)
-                    .bind(&m.config_hash)
-                    .bind(json(&m.upstream))
-                    .bind(json(&m.sources))
-                    .bind(&m.materialization)
-                    .bind(&m.relation)
-                    .bind(&m.run_id)
-                    .bind(m.generation)
-                    .bind(&m.materialized_at)
-                    .bind(&m.text_hash)
-                    .bind(&m.plan_hash)
-                    .bind(
-                        m.output_columns
-                            .as_ref()
-                            .map(|c| serde_json::to_string(c).expect("columns serialise")),
-                    )
-                    .bind(&m.adapter)
+                bind_model_version(sqlx::query(&sql), &m.environment, m)
                     .execute(&self.pool)
                     .await
                     .map_err(|e| {
@@ -697,9 +715,6 @@ macro_rules! impl_state_store {
                             .map_err(fail)?;
                     }
                     for m in &v.put {
-                        let json = |v: &std::collections::BTreeMap<String, String>| {
-                            serde_json::to_string(v).expect("string map")
-                        };
                         let sql = $sql(
                             "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                          config_hash, upstream, sources, materialization, relation,
@@ -707,28 +722,7 @@ macro_rules! impl_state_store {
                                                          output_columns, adapter)
                              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         );
-                        sqlx::query(&sql)
-                            .bind(&v.environment)
-                            .bind(&m.model_id)
-                            .bind(&m.model_name)
-                            .bind(&m.version)
-                            .bind(&m.sql_hash)
-                            .bind(&m.config_hash)
-                            .bind(json(&m.upstream))
-                            .bind(json(&m.sources))
-                            .bind(&m.materialization)
-                            .bind(&m.relation)
-                            .bind(&m.run_id)
-                            .bind(m.generation)
-                            .bind(&m.materialized_at)
-                            .bind(&m.text_hash)
-                            .bind(&m.plan_hash)
-                            .bind(
-                                m.output_columns
-                                    .as_ref()
-                                    .map(|c| serde_json::to_string(c).expect("columns serialise")),
-                            )
-                            .bind(&m.adapter)
+                        bind_model_version(sqlx::query(&sql), &v.environment, m)
                             .execute(&mut *tx)
                             .await
                             .map_err(fail)?;
