@@ -46,14 +46,7 @@ pub(super) fn resolve_model(c: &Compilation, name: &str) -> Result<usize, Diagno
     }
 }
 
-pub(super) fn fatal(d: Diagnostic, json: bool) -> u8 {
-    fatal_all(vec![d], json)
-}
-
-pub(super) fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
-    render::diagnostics(&Diagnostics(diags), None, json);
-    EXIT_ERRORS
-}
+pub(super) use super::render::{fatal, fatal_all};
 
 /// Every artifact a command writes to `.phlo/transform/` (`clean` removes them all).
 const ARTIFACTS: [&str; 7] = [

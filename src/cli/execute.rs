@@ -86,13 +86,13 @@ pub async fn continuation(
 ) -> Result<(SelectorSpec, Execution), u8> {
     let store = super::open_state(paths)
         .await
-        .map_err(|d| super::commands::fatal(d, json))?;
+        .map_err(|d| super::render::fatal(d, json))?;
     let found = if resume {
         phlo_transform_exec::continuation::resume(store.as_ref(), run).await
     } else {
         phlo_transform_exec::continuation::retry_failed(store.as_ref(), run).await
     };
-    let (spec, continuation) = found.map_err(|d| super::commands::fatal(d, json))?;
+    let (spec, continuation) = found.map_err(|d| super::render::fatal(d, json))?;
     Ok((spec, Execution { args, continuation }))
 }
 

@@ -1,11 +1,22 @@
 //! Human renderings of the reports. JSON output serialises the same structs.
 
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::Diagnostics;
+use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_exec::RunReport;
 use phlo_transform_plan::Plan;
 use phlo_transform_project::Workspace;
 use std::fmt::Write;
+
+/// Prints `d` (text or JSON) and returns the exit code of a command it stopped.
+pub fn fatal(d: Diagnostic, json: bool) -> u8 {
+    fatal_all(vec![d], json)
+}
+
+/// Prints `diags` (text or JSON) and returns the exit code of a command they stopped.
+pub fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
+    diagnostics(&Diagnostics(diags), None, json);
+    super::EXIT_ERRORS
+}
 
 /// Diagnostics to stderr, rustc-like (with JSON output they go in the JSON document instead).
 pub fn diagnostics(diags: &Diagnostics, ws: Option<&Workspace>, json: bool) {

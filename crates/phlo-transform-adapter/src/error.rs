@@ -1,5 +1,6 @@
 //! The one error type every adapter returns.
 
+use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
 
 #[derive(Clone, Debug)]
@@ -33,4 +34,14 @@ impl std::fmt::Display for AdapterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "[{}] {}", self.code, self.message)
     }
+}
+
+/// [`AdapterError::new`], short for the local engine's many call sites.
+pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
+    AdapterError::new(code, message)
+}
+
+/// A file-system failure of the local engine: a write failure a retry may cure.
+pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
+    AdapterError::retryable(codes::WRITE_FAILED, message)
 }

@@ -22,12 +22,12 @@ use deltalake::delta_datafusion::planner::DeltaPlanner;
 use phlo_transform_compiler::semantics::Semantics;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::Code;
 use phlo_transform_project::{Materialization, SourceFormat};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::error::{err, io_err};
 use crate::pins::{Pin, Pins};
 use crate::relations::{open_delta, open_delta_provider, Relations, ViewDefinition};
 use crate::warehouse::{Warehouse, WarehousePath};
@@ -36,8 +36,7 @@ use crate::{
     RelationInfo, RelationKind, SourceState,
 };
 
-/// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
-pub const APP_ID_PREFIX: &str = "phlo-transform:";
+pub use crate::delta::APP_ID_PREFIX;
 
 pub struct LocalEngine {
     ctx: SessionContext,
@@ -51,14 +50,6 @@ pub struct LocalEngine {
     /// environment's base tables), by model name. A model written here loses its pin.
     /// Shared with the session's [`Relations`], which open pinned relations where they point.
     pins: Pins,
-}
-
-pub(crate) fn err(code: Code, message: impl Into<String>) -> AdapterError {
-    AdapterError::new(code, message)
-}
-
-pub(crate) fn io_err(message: impl Into<String>) -> AdapterError {
-    AdapterError::retryable(codes::WRITE_FAILED, message)
 }
 
 impl LocalEngine {

@@ -21,6 +21,8 @@ pub struct SchemaNaming {
 }
 
 impl SchemaNaming {
+    /// `default_schema` as configured; `engine_default` is the schema a one-segment name
+    /// lives in (`public`, `main`).
     pub fn new(default_schema: Option<&str>, engine_default: &'static str) -> SchemaNaming {
         SchemaNaming {
             default_schema: default_schema.map(str::to_string),

@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::local::err;
+use crate::error::err;
 use crate::pins::{Pin, Pins};
 use crate::warehouse::Warehouse;
 use crate::AdapterError;

@@ -6,7 +6,8 @@ use phlo_transform_core::diagnostic::codes;
 use serde::Serialize;
 use std::sync::Arc;
 
-use crate::local::{err, LocalEngine};
+use crate::error::err;
+use crate::local::LocalEngine;
 use crate::AdapterError;
 
 /// Which state of a Delta table to read.

@@ -6,7 +6,7 @@
 use phlo_transform_core::diagnostic::codes;
 use std::path::{Component, Path, PathBuf};
 
-use crate::local::err;
+use crate::error::err;
 use crate::AdapterError;
 
 /// `.phlo/warehouse/` of a workspace.

@@ -38,7 +38,7 @@ fn main() {
         assert!(!c.has_errors(), "generated workspace has errors");
 
         let started = Instant::now();
-        let g = LineageGraph::build(&c);
+        let g = LineageGraph::build(&c.lineage_inputs());
         let build = started.elapsed();
         let started = Instant::now();
         let document = serde_json::to_vec(&g.document()).expect("serialises");

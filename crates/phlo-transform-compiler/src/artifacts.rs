@@ -10,7 +10,8 @@ use phlo_transform_core::Fingerprint;
 use phlo_transform_project::{EffectiveConfig, SourceFormat, SourceOrigin};
 use serde::Serialize;
 
-use crate::compile::{Compilation, Dependency};
+use crate::compile::Compilation;
+use crate::model::Dependency;
 use crate::tests::TestKind;
 
 pub const ARTIFACT_SCHEMA_VERSION: u32 = 1;

@@ -9,30 +9,12 @@ use phlo_transform_core::Diagnostic;
 use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
 use serde::Serialize;
 
-use crate::schemas::{read_schema, SourceSchema};
+use crate::schemas::read_schema;
+use crate::source_state::iceberg_state;
+pub use crate::source_state::SourceState;
 use crate::validate::Unreadable;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// What identifies the current contents of one source.
-#[derive(Clone, Debug, Serialize)]
-pub struct SourceState {
-    pub name: String,
-    pub format: SourceFormat,
-    /// Compact, comparable identity, e.g. `sha256:ab12…,size:2048`, `delta:v3`,
-    /// `iceberg:snapshot:123,schema:0`.
-    pub state: String,
-    /// The file the engine should read (for Iceberg: the current metadata.json).
-    #[serde(skip)]
-    pub read_path: PathBuf,
-    /// Column names and types, or why they are unknown.
-    #[serde(skip)]
-    pub schema: SourceSchema,
-    /// Why the local engine cannot read the data, when that is known before running (a REST
-    /// catalog table whose metadata is not a local file, or a catalog that did not answer).
-    #[serde(skip)]
-    pub unreadable_data: Option<String>,
-}
 
 /// How a source differs from what a [`CatalogSnapshot`] recorded of it (both R003).
 #[derive(Clone, Debug)]
@@ -213,19 +195,6 @@ fn identify(source: &SourceDecl) -> Result<(String, PathBuf), String> {
             (iceberg_state(&doc), metadata)
         }
     })
-}
-
-/// `iceberg:snapshot:<current-snapshot-id>,schema:<current-schema-id>` of table metadata.
-pub(crate) fn iceberg_state(metadata: &serde_json::Value) -> String {
-    let snapshot = metadata
-        .get("current-snapshot-id")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(-1);
-    let schema = metadata
-        .get("current-schema-id")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(0);
-    format!("iceberg:snapshot:{snapshot},schema:{schema}")
 }
 
 /// Latest committed version: the highest `NNNNN.json` in `_delta_log`.

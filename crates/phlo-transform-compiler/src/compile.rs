@@ -4,81 +4,24 @@
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
-use phlo_transform_project::{EffectiveConfig, Materialization, ModelFile, Workspace};
+use phlo_transform_project::{EffectiveConfig, ModelFile, Workspace};
 use phlo_transform_sql::canonical::canonical_text;
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
-use phlo_transform_sql::{
-    extract_relations, parse_query, rewrite_relations, template, RelationRef, Replacement,
-};
+use phlo_transform_sql::{extract_relations, parse_query, template};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
-use crate::lineage::{ColumnDerivations, LineageGraph};
+use crate::lineage::{LineageGraph, LineageInputs};
+use crate::model::{executable_query, rewrite};
+use crate::model::{CompiledModel, Dependency, ModelSchema, ResolvedRelation};
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
-use crate::typing::{self, ModelSchema};
+use crate::typing;
 use crate::version::{Fingerprints, ModelVersion};
-use std::sync::{Arc, OnceLock};
-
-/// A relation as written and what it resolved to (`None`: unresolved, already reported).
-#[derive(Clone, Debug)]
-pub struct ResolvedRelation {
-    pub relation: RelationRef,
-    pub target: Option<Target>,
-}
-
-/// A dependency of a model, for reports.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(tag = "kind", content = "name", rename_all = "lowercase")]
-pub enum Dependency {
-    Model(String),
-    Source(String),
-}
-
-#[derive(Clone, Debug)]
-pub struct CompiledModel {
-    pub name: ModelName,
-    pub id: String,
-    pub path: String,
-    pub materialization: Materialization,
-    /// The SQL after templating; `None` when the file did not parse. The parsed query is not
-    /// kept: a sqlparser AST is about a hundred times the size of its text, so at 10,000
-    /// models they would not fit the memory budget (issue 17). `query()` parses it again.
-    pub sql: Option<Arc<str>>,
-    pub relations: Vec<ResolvedRelation>,
-    /// Upstream model indices, sorted.
-    pub upstream: Vec<usize>,
-    /// Source names read directly, sorted.
-    pub sources: Vec<String>,
-    /// `None` when the model, or anything upstream of it, has errors.
-    pub version: Option<ModelVersion>,
-    /// True when this model's own file has an error.
-    pub has_errors: bool,
-    /// Inferred output schema; `None` when the model (or an input) has errors.
-    pub schema: Option<ModelSchema>,
-    /// Fingerprint of the unoptimized DataFusion plan the schema comes from (`None`: untyped).
-    /// The plan itself is dropped once typed: at 10,000 models all plans would not fit the
-    /// memory budget (issue 17), and this and `column_lineage` are all that is read from it.
-    pub plan_fingerprint: Option<String>,
-    /// The lineage of each output column, read off the plan while it was alive; `None` when
-    /// the model is untyped.
-    pub column_lineage: Option<Vec<ColumnDerivations>>,
-}
-
-impl CompiledModel {
-    /// The parsed query, `None` when the file did not parse. Parsed again on every call: keep
-    /// it only as long as it is needed.
-    pub fn query(&self) -> Option<Box<Query>> {
-        let sql = self.sql.as_deref()?;
-        // It parsed when compiled; parsing is deterministic.
-        parse_query(sql, &self.path, &default_dialect())
-            .ok()
-            .map(|p| p.query)
-    }
-}
+use std::sync::OnceLock;
 
 /// The immutable result of compiling a workspace.
 pub struct Compilation {
@@ -200,13 +143,24 @@ impl Compilation {
     /// The unoptimized DataFusion plan of a typed model, planned again against its inputs'
     /// inferred schemas (compiling keeps no plans); `None` when the model is not typed.
     pub fn logical_plan(&self, index: usize) -> Option<datafusion::logical_expr::LogicalPlan> {
-        crate::typing::plan_model(self, index)
+        crate::typing::plan_model(&self.models, &self.catalog, &self.dialect, index)
     }
 
     /// The workspace's column-level lineage graph, built on first use from the per-model
     /// column lineage typing recorded.
     pub fn lineage(&self) -> &LineageGraph {
-        self.lineage.get_or_init(|| LineageGraph::build(self))
+        self.lineage
+            .get_or_init(|| LineageGraph::build(&self.lineage_inputs()))
+    }
+
+    /// What [`LineageGraph::build`] reads of this compilation.
+    pub fn lineage_inputs(&self) -> LineageInputs<'_> {
+        LineageInputs {
+            models: &self.models,
+            catalog: &self.catalog,
+            tests: &self.tests,
+            workspace: &self.workspace,
+        }
     }
 
     pub fn model_index(&self, name: &str) -> Option<usize> {
@@ -240,15 +194,7 @@ impl Compilation {
     }
 
     pub fn dependencies(&self, index: usize) -> Vec<Dependency> {
-        let m = &self.models[index];
-        let mut deps: Vec<Dependency> = m
-            .upstream
-            .iter()
-            .map(|&u| Dependency::Model(self.models[u].name.to_string()))
-            .chain(m.sources.iter().cloned().map(Dependency::Source))
-            .collect();
-        deps.sort();
-        deps
+        crate::model::dependencies(&self.models, index)
     }
 
     /// The model's query with relations replaced by physical names (`physical` names a model
@@ -275,61 +221,6 @@ impl Compilation {
             physical,
         )
     }
-}
-
-pub(crate) fn executable_query(
-    models: &[CompiledModel],
-    index: usize,
-    physical: &dyn Fn(&Target) -> Vec<String>,
-) -> Option<Query> {
-    let m = &models[index];
-    rewrite(models, *m.query()?, &m.relations, physical)
-}
-
-/// The model's query with every relation, ephemeral models included, replaced by `physical`.
-/// Typing plans an ephemeral model once and its readers against its schema, so the lineage
-/// graph sees the ephemeral model as the dataset its readers read.
-pub(crate) fn typing_query(
-    models: &[CompiledModel],
-    index: usize,
-    physical: &dyn Fn(&Target) -> String,
-) -> Option<Query> {
-    let m = &models[index];
-    let mut q = *m.query()?;
-    rewrite_relations(&mut q, |parts| {
-        let r = m.relations.iter().find(|r| r.relation.parts == parts)?;
-        Some(Replacement::Name(physical(r.target.as_ref()?)))
-    });
-    Some(q)
-}
-
-fn rewrite(
-    models: &[CompiledModel],
-    mut q: Query,
-    relations: &[ResolvedRelation],
-    physical: &dyn Fn(&Target) -> Vec<String>,
-) -> Option<Query> {
-    let mut failed = false;
-    rewrite_relations(&mut q, |parts| {
-        let target = relations
-            .iter()
-            .find(|r| r.relation.parts == parts)?
-            .target
-            .as_ref()?;
-        match target {
-            Target::Model(i) if models[*i].materialization == Materialization::Ephemeral => {
-                match executable_query(models, *i, physical) {
-                    Some(inner) => Some(Replacement::Derived(Box::new(inner))),
-                    None => {
-                        failed = true;
-                        None
-                    }
-                }
-            }
-            other => Some(Replacement::Parts(physical(other))),
-        }
-    });
-    (!failed).then_some(q)
 }
 
 /// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its

@@ -10,9 +10,9 @@ use phlo_transform_project::Workspace;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use crate::compile::CompiledModel;
 use crate::dialect::Dialect;
-use crate::typing::ModelSchema;
+use crate::model::CompiledModel;
+use crate::model::ModelSchema;
 
 /// A model's declared contract, as resolved.
 #[derive(Clone, Debug, Default, Serialize)]

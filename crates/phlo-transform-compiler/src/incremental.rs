@@ -6,8 +6,8 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_project::{IncrementalStrategy, Workspace};
 
-use crate::compile::CompiledModel;
-use crate::typing::ModelSchema;
+use crate::model::CompiledModel;
+use crate::model::ModelSchema;
 
 /// Reports (P005) every strategy column missing from a model's known output schema and marks
 /// the model as having errors. Models whose schema is unknown are not judged.

@@ -12,8 +12,8 @@ use phlo_transform_project::{RestTable, SourceDecl};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::catalog::{iceberg_state, SourceState};
 use crate::schemas::{iceberg_metadata_schema, or_declared};
+use crate::source_state::{iceberg_state, SourceState};
 
 /// The state of every REST catalog source, by name, with the (unlocated) diagnostic of those
 /// the catalog could not load. Tables are loaded concurrently; other sources are left out.

@@ -21,7 +21,7 @@ pub struct CompiledTest {
     /// The query returning violating rows, relations as written.
     pub query: Box<Query>,
     /// Resolution of every relation in `query`.
-    pub relations: Vec<crate::compile::ResolvedRelation>,
+    pub relations: Vec<crate::model::ResolvedRelation>,
 }
 
 /// SQL for the generated tests, over the model's logical name.

@@ -20,15 +20,14 @@ use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::TableReference;
 use phlo_transform_core::diagnostic::{codes, Location, Span};
 use phlo_transform_core::{Diagnostic, Diagnostics};
-use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
-use crate::compile::{typing_query, Compilation, CompiledModel};
 use crate::dialect::{known_dialects, Dialect};
-use crate::lineage::{column_lineage, ColumnDerivations};
 use crate::locate::expression_span;
+use crate::model::{typing_query, CompiledModel, ModelSchema};
+use crate::plan_lineage::{column_lineage, ColumnDerivations};
 use crate::relax;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
@@ -36,56 +35,6 @@ use crate::semantics::{Divergence, Semantics};
 use crate::version::plan_fingerprint;
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
-
-/// One output column of a model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Column {
-    pub name: String,
-    /// The Arrow type DataFusion infers (`Int64`, `Utf8`, `Decimal128(10, 2)`, …).
-    #[serde(rename = "type")]
-    pub data_type: String,
-    /// False only where the plan proves the column cannot be null.
-    pub nullable: bool,
-    #[serde(skip)]
-    pub arrow_type: datafusion::arrow::datatypes::DataType,
-}
-
-/// A model's inferred schema.
-#[derive(Clone, Debug, Serialize)]
-#[serde(tag = "status", rename_all = "lowercase")]
-pub enum ModelSchema {
-    Known {
-        columns: Vec<Column>,
-        #[serde(skip)]
-        arrow: SchemaRef,
-    },
-    Unknown {
-        reason: String,
-    },
-}
-
-impl ModelSchema {
-    fn known(arrow: SchemaRef) -> Self {
-        let columns = arrow
-            .fields()
-            .iter()
-            .map(|f| Column {
-                name: f.name().clone(),
-                data_type: f.data_type().to_string(),
-                nullable: f.is_nullable(),
-                arrow_type: f.data_type().clone(),
-            })
-            .collect();
-        ModelSchema::Known { columns, arrow }
-    }
-
-    pub fn columns(&self) -> Option<&[Column]> {
-        match self {
-            ModelSchema::Known { columns, .. } => Some(columns),
-            ModelSchema::Unknown { .. } => None,
-        }
-    }
-}
 
 /// A session whose tables are schema-only: nothing here can read data.
 fn typing_session(semantics: &Semantics) -> SessionContext {
@@ -281,15 +230,19 @@ fn typed_against_relaxed(
 
 /// The unoptimized plan of typed model `i`, planned again against the inferred schemas of
 /// its inputs (compiling keeps no plans). `None` when the model is not typed.
-pub(crate) fn plan_model(c: &Compilation, i: usize) -> Option<LogicalPlan> {
-    let models = &c.models;
+pub(crate) fn plan_model(
+    models: &[CompiledModel],
+    catalog: &CatalogSnapshot,
+    dialect: &Dialect,
+    i: usize,
+) -> Option<LogicalPlan> {
     models[i].plan_fingerprint.as_ref()?;
-    let ctx = typing_session(&c.dialect.semantics);
-    c.dialect.register(&ctx);
+    let ctx = typing_session(&dialect.semantics);
+    dialect.register(&ctx);
     for r in &models[i].relations {
         match r.target.as_ref()? {
             Target::Source(s) => {
-                if let SourceSchema::Known(schema) = &c.catalog.sources.get(s)?.schema {
+                if let SourceSchema::Known(schema) = &catalog.sources.get(s)?.schema {
                     register(&ctx, s, schema.clone());
                 }
             }

@@ -4,7 +4,6 @@
 //! decides the cause from the engine's error variants (`phlo_transform_adapter::cause`); the
 //! category follows from its code.
 
-use crate::report::ErrorInfo;
 use phlo_transform_adapter::AdapterError;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
@@ -55,6 +54,26 @@ impl Category {
 
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A structured failure (SPEC §65): what kind, the engine's code, which attempt, when, and
+/// whether a retry may cure it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub category: Category,
+    pub message: String,
+    /// The attempt that failed (1-based); 0 for work that never started (blocked, cancelled).
+    pub attempt: u32,
+    pub at: String,
+    pub retryable: bool,
+    /// The model's file, for failures of a model's own query; the source's file for a source
+    /// that could not be read (R003).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// What to do about it, where the failure says more than its code's help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 impl ErrorInfo {

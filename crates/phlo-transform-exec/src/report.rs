@@ -1,28 +1,8 @@
 //! The run report: what `run --json` prints and `run.json` stores (SPEC §75).
 
-use crate::failure::Category;
+pub use crate::failure::ErrorInfo;
 use phlo_transform_plan::Plan;
 use serde::Serialize;
-
-/// A structured failure (SPEC §65): what kind, the engine's code, which attempt, when, and
-/// whether a retry may cure it.
-#[derive(Clone, Debug, Serialize)]
-pub struct ErrorInfo {
-    pub code: String,
-    pub category: Category,
-    pub message: String,
-    /// The attempt that failed (1-based); 0 for work that never started (blocked, cancelled).
-    pub attempt: u32,
-    pub at: String,
-    pub retryable: bool,
-    /// The model's file, for failures of a model's own query; the source's file for a source
-    /// that could not be read (R003).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// What to do about it, where the failure says more than its code's help.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelResult {

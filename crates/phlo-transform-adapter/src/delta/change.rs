@@ -18,7 +18,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{cast, col, lit, BinaryExpr, Expr, JoinType, Operator};
 use phlo_transform_core::diagnostic::codes;
 
-use crate::local::err;
+use crate::error::err;
 use crate::AdapterError;
 
 const NEW: &str = "__phlo_new";

@@ -11,7 +11,7 @@ use deltalake::DeltaTable;
 use phlo_transform_project::MaintenanceSection;
 use std::path::Path;
 
-use crate::local::io_err;
+use crate::error::io_err;
 use crate::AdapterError;
 
 /// Commits searched, newest first, for the last phlo-transform data commit. Keep

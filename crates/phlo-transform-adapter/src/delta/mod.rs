@@ -37,8 +37,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::local::{err, io_err, APP_ID_PREFIX};
+use crate::error::{err, io_err};
 use crate::{AdapterError, MaterializeJob};
+
+/// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
+pub const APP_ID_PREFIX: &str = "phlo-transform:";
 
 /// Table property holding the strategy label the table was built with.
 pub const STRATEGY_PROPERTY: &str = "phlo.strategy";

@@ -3,10 +3,9 @@
 //! `dataset://` nodes. Every lineage report, the artifacts and the OpenLineage export read
 //! this one structure; none re-derives its own.
 
-mod plan;
 mod query;
 
-pub use plan::{
+pub use crate::plan_lineage::{
     column_lineage, ColumnDerivations, Derivation, Directness, InputColumn, Transformation,
 };
 pub use query::{
@@ -14,9 +13,11 @@ pub use query::{
     Reach, Target,
 };
 
-use crate::compile::Compilation;
+use crate::catalog::CatalogSnapshot;
+use crate::model::CompiledModel;
 use crate::schemas::SourceSchema;
-use crate::tests::TestKind;
+use crate::tests::{CompiledTest, TestKind};
+use phlo_transform_project::Workspace;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -149,10 +150,18 @@ pub fn test_id(name: &str) -> String {
     format!("test://{name}")
 }
 
+/// What the lineage graph is built from: the parts of a compilation it reads.
+pub struct LineageInputs<'a> {
+    pub models: &'a [CompiledModel],
+    pub catalog: &'a CatalogSnapshot,
+    pub tests: &'a [CompiledTest],
+    pub workspace: &'a Workspace,
+}
+
 impl LineageGraph {
     /// Builds the graph from a compilation: its sources, models, inferred schemas, per-model
     /// column lineage and tests.
-    pub fn build(c: &Compilation) -> LineageGraph {
+    pub fn build(c: &LineageInputs) -> LineageGraph {
         let mut g = LineageGraph::default();
         let model_names: BTreeSet<&str> = c.models.iter().map(|m| m.name.as_str()).collect();
 
@@ -188,7 +197,7 @@ impl LineageGraph {
             let model = g.add(node);
             let ds = g.dataset(name, DatasetOrigin::Model);
             g.edge(model, ds, EdgeKind::Output);
-            for dep in c.dependencies(i) {
+            for dep in crate::model::dependencies(c.models, i) {
                 let (crate::Dependency::Model(n) | crate::Dependency::Source(n)) = dep;
                 let input = g.dataset_index(&n);
                 g.edge(input, model, EdgeKind::Input);
@@ -245,7 +254,7 @@ impl LineageGraph {
             });
         }
 
-        for t in &c.tests {
+        for t in c.tests {
             let mut node = Node::new(test_id(&t.name), NodeKind::Test, t.name.clone());
             node.path = Some(test_kind(&t.kind).to_string());
             let test = g.add(node);
@@ -435,7 +444,7 @@ fn test_kind(kind: &TestKind) -> &'static str {
 }
 
 /// `workflows/<name>/transforms/…` roots belong to workflow `<name>`.
-fn workflow_of(c: &Compilation, model: usize) -> Option<String> {
+fn workflow_of(c: &LineageInputs, model: usize) -> Option<String> {
     let root = &c.workspace.roots[c.workspace.models[model].root];
     let mut parts = root.path.split('/');
     (parts.next() == Some("workflows"))
@@ -443,9 +452,9 @@ fn workflow_of(c: &Compilation, model: usize) -> Option<String> {
         .flatten()
 }
 
-fn unknown_reason(m: &crate::CompiledModel) -> String {
+fn unknown_reason(m: &CompiledModel) -> String {
     match &m.schema {
-        Some(crate::ModelSchema::Unknown { reason }) => reason.clone(),
+        Some(crate::model::ModelSchema::Unknown { reason }) => reason.clone(),
         _ if m.has_errors => "the model has errors".to_string(),
         _ => "an upstream model has errors".to_string(),
     }
