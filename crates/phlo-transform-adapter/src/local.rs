@@ -14,7 +14,7 @@ use datafusion::datasource::view::ViewTable;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig};
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::TableReference;
@@ -168,14 +168,7 @@ impl LocalEngine {
         pins: HashMap<String, Pin>,
     ) -> LocalEngine {
         let pins: Pins = Arc::new(std::sync::RwLock::new(pins));
-        let mut config = SessionConfig::new();
-        semantics.configure(&mut config);
-        config.options_mut().sql_parser.map_string_types_to_utf8view = false;
-        config
-            .options_mut()
-            .execution
-            .parquet
-            .schema_force_view_types = false;
+        let config = semantics.session_config();
         // Delta's planner turns delta-rs's write nodes into execution plans.
         let state = SessionStateBuilder::new()
             .with_default_features()

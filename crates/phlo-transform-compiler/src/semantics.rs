@@ -94,7 +94,23 @@ impl Semantics {
     }
 
     /// Sets what DataFusion can be configured for.
-    pub fn configure(&self, config: &mut SessionConfig) {
+    /// The DataFusion session configuration models are typed and executed under, one for
+    /// both so that typing infers the types execution produces: this dialect's settings, and
+    /// strings as `Utf8` (not `Utf8View`) whether parsed from SQL or read from Parquet. Typing
+    /// adds span collection for its diagnostics, which changes no type.
+    pub fn session_config(&self) -> SessionConfig {
+        let mut config = SessionConfig::new();
+        self.configure(&mut config);
+        config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+        config
+            .options_mut()
+            .execution
+            .parquet
+            .schema_force_view_types = false;
+        config
+    }
+
+    fn configure(&self, config: &mut SessionConfig) {
         if let Some(n) = &self.null_ordering {
             config.options_mut().sql_parser.default_null_ordering = n.clone();
         }

@@ -14,7 +14,6 @@ use datafusion::common::DataFusionError;
 use datafusion::datasource::empty::EmptyTable;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::TableReference;
@@ -38,10 +37,8 @@ use phlo_transform_project::{AnalysisMode, Workspace};
 
 /// A session whose tables are schema-only: nothing here can read data.
 fn typing_session(semantics: &Semantics) -> SessionContext {
-    let mut config = SessionConfig::new();
+    let mut config = semantics.session_config();
     config.options_mut().sql_parser.collect_spans = true;
-    config.options_mut().sql_parser.map_string_types_to_utf8view = false;
-    semantics.configure(&mut config);
     SessionContext::new_with_config(config)
 }
 
