@@ -72,7 +72,7 @@ fn prefix(tier: usize, i: usize) -> &'static str {
     match tier {
         0 => "stg",
         1..=3 => "int",
-        _ if i % 3 == 0 => "dim",
+        _ if i.is_multiple_of(3) => "dim",
         _ => "fct",
     }
 }
@@ -413,13 +413,13 @@ pub fn generate(dir: &Path, n: usize) -> io::Result<Summary> {
          max_concurrency = 4\n",
     )?;
     let mut rng = Lcg::new(17);
-    for ns in 0..NAMESPACES.len() {
+    for (ns, namespace) in NAMESPACES.iter().enumerate() {
         write_sources(dir, ns, &mut rng)?;
         let root = dir.join(root_dir(ns));
         std::fs::create_dir_all(&root)?;
         std::fs::write(
             root.join("transform.toml"),
-            format!("owner = \"team-{}\"\n", NAMESPACES[ns]),
+            format!("owner = \"team-{namespace}\"\n"),
         )?;
     }
     // Model indices of each tier (contiguous ranges).

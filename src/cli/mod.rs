@@ -426,14 +426,19 @@ pub async fn open_engine(
             };
             Diagnostic::error(e.code, e.message).with_help(help)
         })?;
-    let diags = problems
+    Ok((engine, unreadable_relations(problems)))
+}
+
+/// Warnings for what an engine opened without (a source it could not register): usable, but
+/// the models reading those relations will fail.
+fn unreadable_relations(problems: Vec<phlo_transform_adapter::AdapterError>) -> Vec<Diagnostic> {
+    problems
         .into_iter()
         .map(|p| {
             Diagnostic::warning(p.code, p.message)
                 .with_help("models reading this relation will fail until it can be read")
         })
-        .collect();
-    Ok((engine, diags))
+        .collect()
 }
 
 /// `default_schema` of the embedded engine (`--adapter local`): where it places models.
@@ -473,14 +478,7 @@ pub async fn open_bound_engine(
         return open_engine(paths, c, purpose).await;
     };
     let (engine, problems) = binding.open_engine(c, purpose).await;
-    let diags = problems
-        .into_iter()
-        .map(|p| {
-            Diagnostic::warning(p.code, p.message)
-                .with_help("models reading this relation will fail until it can be read")
-        })
-        .collect();
-    Ok((engine, diags))
+    Ok((engine, unreadable_relations(problems)))
 }
 
 /// Plans in `binding`'s environment when there is one, else in the adapter's one environment.
@@ -518,12 +516,5 @@ pub async fn open_local_engine(
     .await?
     .expect("the local engine has environments");
     let (engine, problems) = binding.open_local(c).await;
-    let diags = problems
-        .into_iter()
-        .map(|p| {
-            Diagnostic::warning(p.code, p.message)
-                .with_help("models reading this relation will fail until it can be read")
-        })
-        .collect();
-    Ok((engine, diags))
+    Ok((engine, unreadable_relations(problems)))
 }
