@@ -251,3 +251,276 @@ fn a_password_in_the_url_and_an_unknown_adapter_are_refused() {
         out.stdout
     );
 }
+
+/// A PostgreSQL cluster of the test's own, initialised into a temporary directory with
+/// `scram-sha-256` password authentication for every connection and started on a free port.
+/// The shared server trusts every connection from 127.0.0.1, so only a cluster like this one
+/// refuses a wrong password for real. Stopped (immediately) when dropped.
+struct PasswordCluster {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+const CLUSTER_PASSWORD: &str = "phlo-test-right-password";
+
+impl PasswordCluster {
+    fn start() -> PasswordCluster {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pw"), CLUSTER_PASSWORD).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if as_root() {
+            let chown = std::process::Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(chown.success());
+        }
+        let cluster = PasswordCluster { dir, port };
+        let data = cluster.dir.path().join("data");
+        succeed(
+            cluster_command("initdb")
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "postgres", "-A", "scram-sha-256", "-N", "--pwfile"])
+                .arg(cluster.dir.path().join("pw")),
+        );
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -k {}",
+            cluster.dir.path().display()
+        );
+        succeed(
+            cluster_command("pg_ctl")
+                .arg("-D")
+                .arg(&data)
+                .args(["-w", "-o", &options, "-l"])
+                .arg(cluster.dir.path().join("log"))
+                .arg("start"),
+        );
+        cluster
+    }
+
+    fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+    }
+}
+
+impl Drop for PasswordCluster {
+    fn drop(&mut self) {
+        let _ = cluster_command("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+fn as_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `program` of PostgreSQL, run as the `postgres` user when the test runs as root (PostgreSQL
+/// refuses to run as root).
+fn cluster_command(program: &str) -> std::process::Command {
+    if as_root() {
+        let mut c = std::process::Command::new("runuser");
+        c.args(["-u", "postgres", "--", program]);
+        c
+    } else {
+        std::process::Command::new(program)
+    }
+}
+
+fn succeed(c: &mut std::process::Command) {
+    let out = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{c:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `run` of the binary with `password` in `PHLO_TEST_PG_PASSWORD` (unset for `None`).
+fn run_with_password(
+    dir: &std::path::Path,
+    args: &[&str],
+    password: Option<&str>,
+) -> common::Output {
+    let mut c = std::process::Command::new(common::bin());
+    c.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("PHLO_STATE_URL")
+        .env_remove("PHLO_TEST_PG_PASSWORD")
+        .env("NO_COLOR", "1");
+    if let Some(p) = password {
+        c.env("PHLO_TEST_PG_PASSWORD", p);
+    }
+    let out = c.output().expect("binary runs");
+    common::Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_wrong_password_an_unset_password_env_and_a_missing_database_record_nothing_and_the_next_run_repairs(
+) {
+    let cluster = PasswordCluster::start();
+    let ws = tempfile::tempdir().unwrap();
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    let toml = |database: &str| {
+        format!(
+            "[adapter]\ntype = \"postgres\"\nurl = \"{}\"\npassword_env = \"PHLO_TEST_PG_PASSWORD\"\n",
+            cluster.url(database)
+        )
+    };
+    let refused = |password: Option<&str>, code: &str, message: &str, help: &str| {
+        let out = run_with_password(ws.path(), &["run", "--json"], password);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        let report = out.json();
+        let d = &report["diagnostics"][0];
+        assert_eq!(d["code"], code, "{report:#}");
+        assert!(
+            d["message"].as_str().unwrap().contains(message),
+            "{report:#}"
+        );
+        assert!(d["help"].as_str().unwrap().contains(help), "{report:#}");
+        assert!(!out.stdout.contains("phlo-test-wrong"), "{}", out.stdout);
+        let text = run_with_password(ws.path(), &["run"], password);
+        assert!(
+            text.stderr.contains(&format!("error[{code}]")) && text.stderr.contains("help:"),
+            "{}",
+            text.stderr
+        );
+    };
+    write_file(ws.path(), "phlo.toml", &toml("postgres"));
+    // The variable password_env names is not set: the target is incomplete (A010).
+    refused(
+        None,
+        "A010",
+        "PHLO_TEST_PG_PASSWORD",
+        "export PHLO_TEST_PG_PASSWORD=",
+    );
+    // The server refuses the password (SQLSTATE 28P01).
+    refused(
+        Some("phlo-test-wrong-password"),
+        "A008",
+        "authentication failed",
+        "password_env",
+    );
+    // The right password, a database the cluster does not have (3D000).
+    write_file(ws.path(), "phlo.toml", &toml("phlo_no_such_db"));
+    refused(
+        Some(CLUSTER_PASSWORD),
+        "A008",
+        "does not exist",
+        "the database exists",
+    );
+    let state = run(ws.path(), &["state", "runs", "--json"]);
+    assert!(!state.stdout.contains("x.a"), "{}", state.stdout);
+
+    // The right settings: the next run builds the model.
+    write_file(ws.path(), "phlo.toml", &toml("postgres"));
+    let out = run_with_password(ws.path(), &["run", "--json"], Some(CLUSTER_PASSWORD));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(by_name(&out.json(), "status")["x.a"], "passed");
+    let authenticated = cluster.url("postgres").replacen(
+        "://postgres@",
+        &format!("://postgres:{CLUSTER_PASSWORD}@"),
+        1,
+    );
+    let ids: Vec<i32> = block_on(async {
+        sqlx::query_scalar("SELECT id FROM x.a")
+            .fetch_all(&mut connect(&authenticated).await)
+            .await
+            .unwrap()
+    });
+    assert_eq!(ids, [1]);
+    let plan = run_with_password(ws.path(), &["plan", "--json"], Some(CLUSTER_PASSWORD));
+    assert_eq!(by_name(&plan.json(), "decision")["x.a"], "skip");
+}
+
+#[test]
+fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    write_file(ws.path(), "phlo.toml", &pg.adapter_toml());
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    // `x.a__phlo_new` is the table `a` is built into; `x.a.phlo_new` is the same table.
+    write_file(
+        ws.path(),
+        "transforms/x/a__phlo_new.sql",
+        "-- @table\nselect 2 as id\n",
+    );
+    write_file(
+        ws.path(),
+        "transforms/x/a/phlo_new.sql",
+        "-- @table\nselect 3 as id\n",
+    );
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let report = out.json();
+    let refused: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "A012")
+        .collect();
+    let mut files: Vec<&str> = refused
+        .iter()
+        .map(|d| d["file"].as_str().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "transforms/x/a/phlo_new.sql",
+            "transforms/x/a__phlo_new.sql"
+        ],
+        "{report:#}"
+    );
+    for d in &refused {
+        assert!(
+            d["message"].as_str().unwrap().contains("a__phlo_new"),
+            "{d}"
+        );
+        assert!(d["help"].as_str().unwrap().contains("rename"), "{d}");
+        assert_eq!(d["line"], 1, "{d}");
+    }
+    let text = run(ws.path(), &["check"]);
+    assert!(
+        text.stderr.contains("error[A012]")
+            && text.stderr.contains("transforms/x/a__phlo_new.sql:1:1"),
+        "{}",
+        text.stderr
+    );
+    // `run` builds what compiles: `x.a`, and never the refused models.
+    let ran = run(ws.path(), &["run", "--json"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM x.a"),
+        Some("1".into())
+    );
+    assert_eq!(pg.scalar("SELECT to_regclass('x.a__phlo_new')::text"), None);
+    // The local engine keeps no such tables: there the names are fine.
+    let local = run(ws.path(), &["check", "--adapter", "local"]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+}

@@ -366,7 +366,8 @@ pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
     if target.kind() == "trino" {
         phlo_transform_adapter::trino::add_warehouse_sources(&mut ws, &target, &paths.root)?;
     }
-    let (catalog, diags) = CatalogSnapshot::load(&ws);
+    let (catalog, mut diags) = CatalogSnapshot::load(&ws);
+    diags.extend(phlo_transform_adapter::reserved_names(&ws, &target));
     Ok(Box::leak(Box::new(Compilation::compile(
         ws, catalog, diags,
     ))))
@@ -418,12 +419,7 @@ pub async fn open_engine(
     let (engine, problems) = phlo_transform_adapter::open(&target, &paths.root, c, purpose)
         .await
         .map_err(|e| {
-            let help = match e.code {
-                codes::ADAPTER_UNAVAILABLE => {
-                    phlo_transform_adapter::unavailable_help(target.kind())
-                }
-                _ => "check the adapter's settings in phlo.toml ([adapter] / [adapters.<name>])",
-            };
+            let help = phlo_transform_adapter::open_help(&target, &e);
             Diagnostic::error(e.code, e.message).with_help(help)
         })?;
     Ok((engine, unreadable_relations(problems)))

@@ -42,6 +42,7 @@ mod position;
 pub mod postgres;
 mod relation;
 mod relations;
+mod reserved;
 pub mod snapshot;
 mod sqlgen;
 mod targets;
@@ -64,7 +65,8 @@ pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
 pub use postgres::PostgresEngine;
 pub use relation::{ColumnInfo, Relation, RelationInfo, RelationKind};
-pub use targets::{open, unavailable_help, Purpose};
+pub use reserved::{reserved_names, RESERVED_SUFFIXES};
+pub use targets::{open, open_help, Purpose};
 
 /// What the adapter knows about a source when asked (SPEC §12 step 6, §34).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::{MaterializeJob, Relation, RelationKind};
 pub const STRATEGY_COMMENT: &str = "phlo.strategy=";
 
 /// Suffix of the relation a table is built into before it is swapped in.
-const NEW_SUFFIX: &str = "__phlo_new";
+pub(crate) const NEW_SUFFIX: &str = "__phlo_new";
 
 /// The temporary table an incremental write's batch is held in.
 pub const BATCH: &str = "\"phlo_batch\"";

@@ -19,8 +19,23 @@ pub enum Purpose {
     Run { jobs: usize },
 }
 
+/// The help line for `e`, the error opening `target`: what to check for a warehouse that
+/// refused the connection (A008, by adapter type), how to set an unset `password_env`
+/// variable, else where the target's settings are.
+pub fn open_help(target: &AdapterTarget, e: &AdapterError) -> String {
+    if e.code == codes::ADAPTER_UNAVAILABLE {
+        return unavailable_help(target.kind()).to_string();
+    }
+    if let Err(unset) = target.password() {
+        if let Some(help) = unset.help {
+            return help;
+        }
+    }
+    "check the adapter's settings in phlo.toml ([adapter] / [adapters.<name>])".to_string()
+}
+
 /// The help line for a target that could not be opened (A008), by adapter type.
-pub fn unavailable_help(kind: &str) -> &'static str {
+fn unavailable_help(kind: &str) -> &'static str {
     match kind {
         "duckdb" => {
             "check that the database file's directory exists and is writable and that no other \

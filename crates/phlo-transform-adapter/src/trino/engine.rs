@@ -49,7 +49,7 @@ const GENERATION_COMMENT: &str = "phlo.generation=";
 /// How long a write waits for the cancelled queries of a killed run to end.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Suffix of the relation an incremental batch is written to before it is applied.
-const BATCH_SUFFIX: &str = "__phlo_batch";
+pub(crate) const BATCH_SUFFIX: &str = "__phlo_batch";
 /// The schema of one-segment model names.
 const DEFAULT_SCHEMA: &str = "default";
 

@@ -12,6 +12,7 @@ use url::Url;
 
 use crate::AdapterError;
 pub use client::{Trino, TrinoConfig, TrinoError};
+pub(crate) use engine::BATCH_SUFFIX;
 pub use engine::{TrinoEngine, TrinoSettings};
 pub use sources::{add_warehouse_sources, warehouse_sources};
 

@@ -448,6 +448,11 @@ codes! {
         help: "Raise --model-timeout if the model needs longer.",
         explanation: "By --model-timeout, --fail-fast, Ctrl-C or an operator; not retried.",
     }
+    RESERVED_RELATION_NAME = "A012" {
+        summary: "A model's table name ends in a suffix the warehouse adapters keep for their own temporary tables.",
+        help: "Rename the model's file so that its table does not end in `__phlo_new` or `__phlo_batch`.",
+        explanation: "Tables are built as `<table>__phlo_new` and renamed into place (PostgreSQL, DuckDB); Trino stages incremental batches in `<table>__phlo_batch`. A model with such a table would be dropped by another model's build, so it is refused at check, on warehouse targets.",
+    }
     // EXECUTION
     UPSTREAM_FAILED = "E001" {
         summary: "A model was not built because a model it reads did not materialise.",
