@@ -204,3 +204,17 @@ fn model_timeout_interrupts_the_running_query() {
         "nothing half-built is left"
     );
 }
+
+#[test]
+fn warehouse_relations_are_typed_from_duckdb_and_cached_for_offline_checks() {
+    let ws = tempfile::tempdir().unwrap();
+    let db = DuckDb::in_dir(ws.path());
+    let moved = ws.path().join("elsewhere.duckdb");
+    scenarios::warehouse_relations_are_typed_from_the_catalog_and_cached(
+        ws.path(),
+        &db,
+        // The database file is gone (renamed), so the catalog cannot be read.
+        &|| std::fs::rename(&db.0, &moved).unwrap(),
+        &|| std::fs::rename(&moved, &db.0).unwrap(),
+    );
+}

@@ -524,3 +524,23 @@ fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
     let local = run(ws.path(), &["check", "--adapter", "local"]);
     assert_eq!(local.code, 0, "{}", local.stderr);
 }
+
+#[test]
+fn warehouse_relations_are_typed_from_postgres_and_cached_for_offline_checks() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().to_path_buf();
+    scenarios::warehouse_relations_are_typed_from_the_catalog_and_cached(
+        ws.path(),
+        &pg,
+        // The same target pointed at a port nothing listens on.
+        &|| {
+            write_file(
+                &root,
+                "phlo.toml",
+                &adapter_toml("postgres://postgres@127.0.0.1:1/phlo_offline"),
+            )
+        },
+        &|| write_file(&root, "phlo.toml", &pg.adapter_toml()),
+    );
+}

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::{
-    compile, local_default_schema, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
-    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    compile, compile_refreshed, local_default_schema, open_state, open_state_read_only, render,
+    Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
@@ -667,7 +667,7 @@ fn print_model_sql(c: &Compilation, i: usize, engine: &dyn Adapter, json: bool) 
 }
 
 pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
-    let c = match compile(paths) {
+    let c = match compile_refreshed(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
@@ -761,7 +761,7 @@ pub async fn run(
 ) -> u8 {
     // Compile errors block the models they reach; the rest of the selection still runs, and
     // the exit code is 2 when a selected model was blocked (SPEC §63).
-    let c = match compile(paths) {
+    let c = match compile_refreshed(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };

@@ -16,7 +16,7 @@ mod state;
 use selection::SelectionArgs;
 
 use clap::{Parser, Subcommand};
-use phlo_transform_adapter::{Adapter, Purpose};
+use phlo_transform_adapter::{Adapter, Purpose, SchemaRead};
 use phlo_transform_compiler::{CatalogSnapshot, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -356,6 +356,16 @@ pub async fn dispatch(cli: Cli) -> u8 {
 /// A command compiles once and exits, so the compilation is leaked on purpose: freeing every
 /// AST, plan and schema at exit costs about 0.4 s at 10,000 models and buys nothing.
 pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
+    compile_reading(paths, SchemaRead::Cached)
+}
+
+/// [`compile`] for `plan` and `run`: the warehouse relations the models read are typed from
+/// the warehouse's catalog, refreshing the schema cache.
+pub fn compile_refreshed(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
+    compile_reading(paths, SchemaRead::Refresh)
+}
+
+fn compile_reading(paths: &Paths, read: SchemaRead) -> Result<&'static Compilation, Diagnostic> {
     let mut ws = Workspace::load(&paths.root)?;
     // The target's dialect types the models (its functions, its type names).
     let target = ws.adapter_target(paths.adapter.as_deref())?;
@@ -366,7 +376,11 @@ pub fn compile(paths: &Paths) -> Result<&'static Compilation, Diagnostic> {
     if target.kind() == "trino" {
         phlo_transform_adapter::trino::add_warehouse_sources(&mut ws, &target, &paths.root)?;
     }
+    // PostgreSQL, DuckDB: relations only the warehouse has, typed from its catalog (cached).
+    let warnings =
+        phlo_transform_adapter::add_warehouse_sources(&mut ws, &target, &paths.root, read);
     let (catalog, mut diags) = CatalogSnapshot::load(&ws);
+    diags.extend(warnings);
     diags.extend(phlo_transform_adapter::reserved_names(&ws, &target));
     Ok(Box::leak(Box::new(Compilation::compile(
         ws, catalog, diags,

@@ -303,3 +303,107 @@ pub fn killed_run_resumes(root: &Path, warehouse: &dyn Warehouse) {
     let again = ok(&run(root, &["run", "--json"]));
     assert_eq!(again["counts"]["skipped"], MODELS);
 }
+
+/// The columns of model `name` as `inspect --json` reports them (`["id:Int64", …]`).
+fn typed_columns(root: &Path, name: &str) -> Vec<String> {
+    let inspect = ok(&run(root, &["inspect", name, "--json"]));
+    crate::common::column_types(&inspect["schema"])
+}
+
+/// Makes every entry of the workspace's warehouse schema cache `seconds` older.
+fn age_schema_cache(root: &Path, seconds: u64) {
+    let path = root.join(".phlo/warehouse-schemas.json");
+    let mut cache: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("the schema cache")).unwrap();
+    for target in cache["targets"].as_object_mut().unwrap().values_mut() {
+        for relation in target["relations"].as_object_mut().unwrap().values_mut() {
+            let read_at = relation["read_at"].as_u64().unwrap();
+            relation["read_at"] = (read_at - seconds).into();
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&cache).unwrap()).unwrap();
+}
+
+/// Item 6 of issue 13: `raw.orders` is neither a model nor a declared source but a table of
+/// the warehouse; the model reading it is typed from the warehouse's catalog. `check` types it
+/// from the schema cache without asking the warehouse again, `plan` refreshes the cache, and
+/// with the warehouse unreachable (`offline` makes it so, `online` undoes it) `check` still
+/// types the model from the cache, warning (A013) how old the cache is once it is older than
+/// an hour. A relation dropped from the warehouse leaves the cache at the next `plan`.
+pub fn warehouse_relations_are_typed_from_the_catalog_and_cached(
+    root: &Path,
+    warehouse: &dyn Warehouse,
+    offline: &dyn Fn(),
+    online: &dyn Fn(),
+) {
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute("CREATE TABLE raw.orders (id bigint, amount decimal(12,2))");
+    warehouse.execute("INSERT INTO raw.orders VALUES (1, 2.50), (2, 3.25)");
+    write_file(root, "phlo.toml", &warehouse.adapter_toml());
+    write_file(
+        root,
+        "transforms/x/orders.sql",
+        "-- @table\nselect * from raw.orders\n",
+    );
+    ok(&run(root, &["check", "--json"]));
+    assert_eq!(
+        typed_columns(root, "x.orders"),
+        ["id:Int64", "amount:Decimal128(12, 2)"]
+    );
+    assert!(root.join(".phlo/warehouse-schemas.json").is_file());
+    let report = ok(&run(root, &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.orders"], "passed");
+    assert_eq!(
+        warehouse.scalar("SELECT CAST(sum(amount) AS VARCHAR) FROM x.orders"),
+        Some("5.75".into())
+    );
+
+    // A new column: `check` keeps typing from the cache; `plan` reads the catalog again.
+    warehouse.execute("ALTER TABLE raw.orders ADD COLUMN note varchar");
+    assert_eq!(typed_columns(root, "x.orders").len(), 2);
+    ok(&run(root, &["plan", "--json"]));
+    assert_eq!(
+        typed_columns(root, "x.orders"),
+        ["id:Int64", "amount:Decimal128(12, 2)", "note:Utf8"]
+    );
+
+    // The warehouse cannot be reached: `check` still types from the cache, silently while it
+    // is fresh, with a warning naming its age once it is stale.
+    offline();
+    let check = ok(&run(root, &["check", "--json"]));
+    assert!(!check.to_string().contains("A013"), "{check:#}");
+    age_schema_cache(root, 2 * 3600);
+    let check = ok(&run(root, &["check", "--json"]));
+    let warning = check["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "A013")
+        .unwrap_or_else(|| panic!("no A013: {check:#}"))
+        .clone();
+    assert_eq!(warning["severity"], "warning", "{warning:#}");
+    assert_eq!(warning["file"], "phlo.toml", "{warning:#}");
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains("`raw.orders`") && message.contains("read 2 h ago"),
+        "{message}"
+    );
+    assert!(
+        warning["help"].as_str().unwrap().contains("plan"),
+        "{warning:#}"
+    );
+    assert_eq!(typed_columns(root, "x.orders").len(), 3);
+    let text = run(root, &["check"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stderr.contains("warning[A013]"), "{}", text.stderr);
+
+    // Back online, the relation dropped: the next `plan` forgets it, and it is unresolved.
+    online();
+    warehouse.execute("DROP TABLE raw.orders");
+    let plan = run(root, &["plan", "--json"]);
+    assert_eq!(plan.code, 2, "{}", plan.stdout);
+    assert!(plan.stdout.contains("R001"), "{}", plan.stdout);
+    let check = run(root, &["check", "--json"]);
+    assert_eq!(check.code, 2, "{}", check.stdout);
+    assert!(check.stdout.contains("R001"), "{}", check.stdout);
+}

@@ -72,12 +72,24 @@ impl DuckDbEngine {
                 format!("DuckDB database {}: {e}", path.display()),
             )
         })?;
-        Ok(DuckDbEngine {
+        Ok(DuckDbEngine::on(conn, default_schema))
+    }
+
+    /// An empty in-memory database: what planning sees where the database file does not
+    /// exist yet, without creating it.
+    pub fn empty(default_schema: Option<&str>) -> Result<DuckDbEngine, AdapterError> {
+        let conn = Connection::open_in_memory()
+            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+        Ok(DuckDbEngine::on(conn, default_schema))
+    }
+
+    fn on(conn: Connection, default_schema: Option<&str>) -> DuckDbEngine {
+        DuckDbEngine {
             root: Mutex::new(conn),
             naming: SchemaNaming::new(default_schema, MAIN),
             running: Arc::default(),
             next: AtomicU64::new(1),
-        })
+        }
     }
 
     /// Runs `work` on a connection of its own in a blocking thread, its interrupt handle

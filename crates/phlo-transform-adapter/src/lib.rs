@@ -32,6 +32,7 @@ mod delta;
 #[cfg(feature = "duckdb")]
 pub mod duck;
 mod error;
+pub mod external;
 mod freshness;
 mod inflight;
 mod job;
@@ -60,6 +61,7 @@ pub use duck::DuckDbEngine;
 #[cfg(feature = "duckdb")]
 pub use duckdb;
 pub use error::AdapterError;
+pub use external::{add_warehouse_sources, SchemaRead};
 pub use inflight::{InFlight, QueryId};
 pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;

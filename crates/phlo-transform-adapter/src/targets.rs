@@ -97,7 +97,12 @@ pub async fn open(
         #[cfg(feature = "duckdb")]
         "duckdb" => {
             let path = root.join(s.path.as_deref().unwrap_or("warehouse.duckdb"));
-            let engine = crate::DuckDbEngine::open(&path, s.default_schema.as_deref())?;
+            // Planning never creates the database file: without one, nothing exists yet.
+            let engine = if purpose == Purpose::Plan && !path.exists() {
+                crate::DuckDbEngine::empty(s.default_schema.as_deref())?
+            } else {
+                crate::DuckDbEngine::open(&path, s.default_schema.as_deref())?
+            };
             Ok((Arc::new(engine), Vec::new()))
         }
         #[cfg(not(feature = "duckdb"))]

@@ -8,7 +8,7 @@
 //! Each statement runs on a connection whose backend pid is registered in the attempt's
 //! `InFlight`, so `cancel` is `pg_cancel_backend(pid)`.
 
-mod errors;
+pub(crate) mod errors;
 
 use async_trait::async_trait;
 use datafusion::sql::sqlparser::ast::Query;

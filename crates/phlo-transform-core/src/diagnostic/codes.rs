@@ -453,6 +453,11 @@ codes! {
         help: "Rename the model's file so that its table does not end in `__phlo_new` or `__phlo_batch`.",
         explanation: "Tables are built as `<table>__phlo_new` and renamed into place (PostgreSQL, DuckDB); Trino stages incremental batches in `<table>__phlo_batch`. A model with such a table would be dropped by another model's build, so it is refused at check, on warehouse targets.",
     }
+    WAREHOUSE_SCHEMA_CACHE = "A013" {
+        summary: "(warning) The warehouse's catalog could not be read; relations only the warehouse has are typed from the schema cache.",
+        help: "Start the warehouse or fix the adapter's settings; `plan` and `run` refresh the cache.",
+        explanation: "Relations that are neither models nor declared sources but exist in a PostgreSQL or DuckDB target are typed from its catalog, cached in .phlo/warehouse-schemas.json. The warning names how old the cached columns are, and the relations the cache does not have (they stay unresolved), or says that the cache could not be written.",
+    }
     // EXECUTION
     UPSTREAM_FAILED = "E001" {
         summary: "A model was not built because a model it reads did not materialise.",

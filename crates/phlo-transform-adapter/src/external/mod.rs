@@ -1,0 +1,233 @@
+//! Relations that live only in the warehouse (SPEC §12 step 6, §14) on PostgreSQL and DuckDB:
+//! a relation a model reads that is neither a model nor a declared source, but exists in the
+//! target, becomes a source typed from the warehouse's catalog. Before compiling, the
+//! relations no model or source resolves are looked up in the catalog (columns and types only;
+//! no query over the data) and added as sources with declared columns.
+//!
+//! What the catalog said is cached per target in `.phlo/warehouse-schemas.json`
+//! ([`cache`]), so that `check` types these relations without a connection (fast, and
+//! offline): it reads the warehouse only for relations the cache lacks or read more than
+//! [`cache::MAX_AGE`] ago. `plan` and `run` always read the catalog again and refresh the
+//! cache. A warehouse that cannot be read leaves the cached columns in use, with a warning
+//! (A013) naming how old they are; a relation neither the warehouse nor the cache knows stays
+//! unresolved (R001).
+
+pub mod cache;
+mod catalog;
+
+use phlo_transform_compiler::resolve::{Context, Resolver};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, SourceOrigin, Workspace};
+use phlo_transform_sql::{extract_relations, parse_query, template};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use cache::{CachedRelation, SchemaCache};
+
+/// How compiling treats the schema cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaRead {
+    /// `check`, `list`, `inspect`, …: the cache first; the warehouse only for what it lacks
+    /// or holds for longer than [`cache::MAX_AGE`].
+    Cached,
+    /// `plan`, `run`: the warehouse, refreshing the cache.
+    Refresh,
+}
+
+/// Adds to `ws.sources` the relations its models read that only the warehouse of `target`
+/// has (PostgreSQL, DuckDB; other targets are left alone), typed from its catalog or the
+/// schema cache under `root/.phlo`. Returns the warnings to show (A013): a warehouse that
+/// could not be read, the cache that could not be written.
+pub fn add_warehouse_sources(
+    ws: &mut Workspace,
+    target: &AdapterTarget,
+    root: &Path,
+    read: SchemaRead,
+) -> Vec<Diagnostic> {
+    if !matches!(target.kind(), "postgres" | "duckdb") {
+        return Vec::new();
+    }
+    let wanted = unresolved_relations(ws);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let path = cache::path(root);
+    let mut cache = SchemaCache::load(&path);
+    let key = cache::key(target);
+    let now = cache::now();
+    let entry = cache.targets.entry(key).or_default();
+    let to_read: Vec<String> = wanted
+        .iter()
+        .filter(|name| {
+            read == SchemaRead::Refresh
+                || entry
+                    .relations
+                    .get(*name)
+                    .is_none_or(|r| now.saturating_sub(r.read_at) > cache::MAX_AGE.as_secs())
+        })
+        .cloned()
+        .collect();
+    let mut warnings = Vec::new();
+    if !to_read.is_empty() {
+        match catalog::columns(target, root, &to_read) {
+            Ok(mut found) => {
+                for name in &to_read {
+                    match found.remove(name) {
+                        Some(columns) => {
+                            entry.relations.insert(
+                                name.clone(),
+                                CachedRelation {
+                                    read_at: now,
+                                    columns,
+                                },
+                            );
+                        }
+                        None => {
+                            entry.relations.remove(name);
+                        }
+                    }
+                }
+                if let Err(e) = cache.save(&path) {
+                    warnings.push(
+                        warning(
+                            ws,
+                            target,
+                            format!(
+                                "cannot write the warehouse schema cache {}: {e}",
+                                path.display()
+                            ),
+                        )
+                        .with_help("check that .phlo/ is writable; check then reads the warehouse each time"),
+                    );
+                }
+            }
+            Err(why) => warnings.push(unreadable(ws, target, &to_read, &cache, &why, now)),
+        }
+    }
+    let entry = &cache.targets[&cache::key(target)];
+    for name in &wanted {
+        if let Some(r) = entry.relations.get(name) {
+            ws.sources.push(source(target, name, r));
+        }
+    }
+    warnings
+}
+
+/// A013 for a warehouse whose catalog could not be read: which of `to_read` are typed from
+/// the cache, and how old the oldest of those is; which cannot be typed at all.
+fn unreadable(
+    ws: &Workspace,
+    target: &AdapterTarget,
+    to_read: &[String],
+    cache: &SchemaCache,
+    why: &str,
+    now: u64,
+) -> Diagnostic {
+    let relations = cache.targets.get(&cache::key(target)).map(|e| &e.relations);
+    let (cached, missing): (Vec<&String>, Vec<&String>) = to_read
+        .iter()
+        .partition(|n| relations.is_some_and(|r| r.contains_key(*n)));
+    let mut message = format!(
+        "cannot read the catalog of adapter `{}` ({}): {why}",
+        target.name,
+        target.kind()
+    );
+    if let Some(oldest) = cached
+        .iter()
+        .filter_map(|n| relations.and_then(|r| r.get(*n)))
+        .map(|r| r.read_at)
+        .min()
+    {
+        message.push_str(&format!(
+            "; typed {} from the schema cache, read {} ago",
+            list(&cached),
+            cache::age(now.saturating_sub(oldest))
+        ));
+    }
+    if !missing.is_empty() {
+        message.push_str(&format!(
+            "; {} cannot be typed (not in the cache)",
+            list(&missing)
+        ));
+    }
+    warning(ws, target, message).with_help(
+        "start the warehouse (or fix the adapter's settings); `plan` and `run` refresh the cache",
+    )
+}
+
+fn list(names: &[&String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An A013 warning at the target's section of phlo.toml.
+fn warning(ws: &Workspace, target: &AdapterTarget, message: String) -> Diagnostic {
+    let d = Diagnostic::warning(codes::WAREHOUSE_SCHEMA_CACHE, message).in_file("phlo.toml");
+    let header = match target.name.as_str() {
+        "default" => "[adapter]".to_string(),
+        name => format!("[adapters.{name}]"),
+    };
+    let line = std::fs::read_to_string(ws.root.join("phlo.toml"))
+        .ok()
+        .and_then(|text| text.lines().position(|l| l.trim() == header).map(|i| i + 1));
+    match line {
+        Some(line) => d.at(line, 1),
+        None => d,
+    }
+}
+
+/// The source `name` as the catalog (or the cache) describes it.
+fn source(target: &AdapterTarget, name: &str, r: &CachedRelation) -> SourceDecl {
+    SourceDecl {
+        location: format!("{}:{name}", target.kind()),
+        name: name.to_string(),
+        path: PathBuf::new(),
+        format: SourceFormat::Declared,
+        origin: SourceOrigin::Declared,
+        owner: None,
+        description: None,
+        freshness: None,
+        columns: r.columns.clone(),
+        rest: None,
+    }
+}
+
+/// The relations of one or two parts the models read that no model or source resolves (CTE
+/// names are not relations). Models that do not parse are left to the compiler to report.
+fn unresolved_relations(ws: &Workspace) -> BTreeSet<String> {
+    let resolver = Resolver::new(ws);
+    let dialect = phlo_transform_sql::parse::default_dialect();
+    let mut names = BTreeSet::new();
+    for (i, model) in ws.models.iter().enumerate() {
+        let rendered;
+        let text = if template::needs_rendering(&model.text) {
+            match template::render(&model.text, &model.path, &ws.config.vars) {
+                Ok(t) => {
+                    rendered = t;
+                    &rendered
+                }
+                Err(_) => continue,
+            }
+        } else {
+            &model.text
+        };
+        let Ok(parsed) = parse_query(text, &model.path, &dialect) else {
+            continue;
+        };
+        for r in extract_relations(&parsed.query) {
+            if r.parts.len() > 2 {
+                continue;
+            }
+            if let Err(d) = resolver.resolve(&r, Context::Model(i), &model.path) {
+                if d.code == codes::UNRESOLVED_RELATION {
+                    names.insert(r.dotted());
+                }
+            }
+        }
+    }
+    names
+}
