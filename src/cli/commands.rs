@@ -5,13 +5,14 @@ use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{Diagnostic, Diagnostics};
-use phlo_transform_plan::{Decision, Plan, SelectorSpec};
-use serde_json::json;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::inspect::{ModelInspection, ModelSql, SourceInspection};
+use phlo_transform_plan::list::ListReport;
+use phlo_transform_plan::{BlockedPlan, Decision, Plan, SelectorSpec};
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
+use super::render::{Output, Report};
 use super::{
     compile, compile_refreshed, local_default_schema, open_state, open_state_read_only, render,
     Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
@@ -157,50 +158,33 @@ pub(super) fn write_lineage_artifacts(
     })
 }
 
-fn model_rows(c: &Compilation) -> Vec<serde_json::Value> {
-    c.models
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            json!({
-                "name": m.name,
-                "id": m.id,
-                "uri": m.name.uri(),
-                "path": m.path,
-                "materialization": m.materialization,
-                "depends_on": c.dependencies(i).iter().map(|d| match d {
-                    phlo_transform_compiler::Dependency::Model(n) | phlo_transform_compiler::Dependency::Source(n) => n.clone(),
-                }).collect::<Vec<_>>(),
-                "version": m.version.as_ref().map(|v| &v.version),
-            })
-        })
-        .collect()
-}
-
-/// The `check --json` document: models and every diagnostic.
-fn print_check_json(c: &Compilation) {
-    println!(
-        "{}",
-        json!({ "models": model_rows(c), "diagnostics": c.diagnostics })
-    );
-}
-
-/// Compiles, prints diagnostics, and returns the compilation if it has no errors.
-pub(super) fn compile_or_report(paths: &Paths, json: bool) -> Result<&'static Compilation, u8> {
+/// Compiles, shows the diagnostics, and returns the compilation (with the output holding
+/// its warnings for the report) if it has no errors.
+pub(super) fn compile_or_report(
+    paths: &Paths,
+    json: bool,
+) -> Result<(&'static Compilation, Output<'static>), u8> {
     let c = compile(paths).map_err(|d| fatal(d, json))?;
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    out.diagnostics(c.diagnostics.iter().cloned());
     if c.has_errors() {
-        if json {
-            print_check_json(c);
-        } else {
-            render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
-            eprintln!("error: compilation failed: {}", render::summary_line(c));
-        }
-        return Err(EXIT_ERRORS);
+        return Err(compile_failed(c, out));
     }
-    if !json {
-        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
+    Ok((c, out))
+}
+
+/// A command a compile error stopped (its diagnostics already given to `out`): `--json`
+/// prints the `check` report with them.
+fn compile_failed(c: &Compilation, out: Output) -> u8 {
+    if out.json() {
+        out.report(&c.check_report());
+    } else {
+        eprintln!(
+            "error: compilation failed: {}",
+            render::summary_line(&c.counts())
+        );
     }
-    Ok(c)
+    EXIT_ERRORS
 }
 
 pub async fn check(paths: &Paths, json: bool) -> u8 {
@@ -209,16 +193,9 @@ pub async fn check(paths: &Paths, json: bool) -> u8 {
         Err(d) => return fatal(d, json),
     };
     let _ = write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting);
-    if json {
-        print_check_json(c);
-    } else {
-        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
-        let order: Vec<&str> = c.order.iter().map(|&i| c.models[i].name.as_str()).collect();
-        if !c.has_errors() && order.len() <= 20 {
-            println!("Build order: {}", order.join(" → "));
-        }
-        println!("Checked {}", render::summary_line(c));
-    }
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    out.diagnostics(c.diagnostics.iter().cloned());
+    out.report(&c.check_report());
     if c.has_errors() {
         EXIT_ERRORS
     } else {
@@ -284,33 +261,12 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
             Err(diags) => return fatal_all(diags, json),
         }
     };
-    let listed: Vec<usize> = match &selection {
-        Some(s) => s.acted_on().collect(),
-        None => (0..c.models.len()).collect(),
-    };
+    // `list` shows the models; its diagnostics only travel in the JSON envelope.
+    let mut out = Output::new(json);
     if json {
-        let rows = model_rows(c);
-        let models: Vec<&serde_json::Value> = listed.iter().map(|&i| &rows[i]).collect();
-        println!(
-            "{}",
-            json!({ "models": models, "selection": selection, "diagnostics": c.diagnostics })
-        );
-    } else {
-        let width = c
-            .models
-            .iter()
-            .map(|m| m.name.as_str().len())
-            .max()
-            .unwrap_or(0);
-        for m in listed.iter().map(|&i| &c.models[i]) {
-            println!(
-                "{:<width$}  {:<11} {}",
-                m.name.as_str(),
-                m.materialization.as_str(),
-                m.path
-            );
-        }
+        out.diagnostics(c.diagnostics.iter().cloned());
     }
+    out.report(&ListReport::new(c, selection));
     if c.has_errors() {
         EXIT_ERRORS
     } else {
@@ -325,10 +281,10 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
     };
     let i = match resolve_model(c, name) {
         Ok(i) => i,
-        Err(_) if c.workspace.sources.iter().any(|s| s.name == name) => {
-            return inspect_source(c, name, json)
-        }
-        Err(d) => return fatal(d, json),
+        Err(d) => match SourceInspection::new(c, name) {
+            Some(source) => return inspect_source(c, source, json),
+            None => return fatal(d, json),
+        },
     };
     let m = &c.models[i];
     // Naming needs the adapter; a warehouse that cannot be reached only costs the relation,
@@ -346,15 +302,10 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
         Err(d) if sql => return fatal(d, json),
         Err(_) => None,
     };
-    let relation = engine.as_ref().and_then(|e| {
-        (m.materialization != phlo_transform_project::Materialization::Ephemeral)
-            .then(|| e.model_relation(m.name.as_str()))
-    });
     if sql {
         let engine = engine.expect("opened above");
         return print_model_sql(c, i, engine.as_ref(), json);
     }
-    let file = &c.workspace.models[i];
     let recorded = match (&store, &binding) {
         (Ok(store), Some(b)) => b.recorded(store.as_ref(), &m.id).await.ok().flatten(),
         (Ok(store), None) => store
@@ -364,255 +315,36 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
             .and_then(|mut all| all.remove(&m.id)),
         (Err(_), _) => None,
     };
-    let desired = m.version.as_ref().map(|v| v.version.clone());
-    let status = match (&desired, &recorded) {
-        (None, _) => "unknown (compile errors)",
-        (Some(_), None) => "not materialised",
-        (Some(d), Some(r)) if *d == r.version => "current",
-        _ => "changed",
-    };
-    let sql_change = match (&recorded, &m.version) {
-        (Some(r), Some(v)) => Some(phlo_transform_compiler::SqlChange::classify(
-            r.text_hash.as_deref(),
-            &r.sql_hash,
-            r.plan_hash.as_deref(),
-            v,
-        )),
-        _ => None,
-    };
-    let used_by: Vec<&str> = c
-        .graph
-        .downstream(i)
-        .iter()
-        .map(|&d| c.models[d].name.as_str())
-        .collect();
-    let tests: Vec<&str> = c
-        .tests
-        .iter()
-        .filter(|t| t.targets.contains(&i))
-        .map(|t| t.name.as_str())
-        .collect();
-    let diags: Vec<&Diagnostic> = c
-        .diagnostics
-        .iter()
-        .filter(|d| d.file.as_deref() == Some(m.path.as_str()))
-        .collect();
-    // The relation columns each output column comes from (its direct lineage inputs).
-    let column_sources = match c.lineage().resolve(m.name.as_str()) {
-        Ok(phlo_transform_compiler::lineage::Target::Dataset(d)) => {
-            c.lineage().model_report(d).columns
-        }
-        _ => Vec::new(),
-    };
+    let adapter = engine
+        .as_ref()
+        .map(|e| (e.name().to_string(), e.model_relation(m.name.as_str())));
+    let report = ModelInspection::new(c, i, adapter, recorded.as_ref(), config);
+    // The model's own diagnostics.
+    let mut out = Output::new(json).with_workspace(&c.workspace);
     if json {
-        let mut report = json!({
-            "kind": "model",
-            "name": m.name, "id": m.id, "uri": m.name.uri(), "path": m.path,
-            "namespace": file.namespace, "materialization": m.materialization,
-            "adapter": engine.as_ref().map(|e| e.name()),
-            "relation": relation.as_ref().map(|r| r.to_string()),
-            "relation_parts": relation.as_ref().map(|r| &r.parts),
-            "depends_on": c.dependencies(i), "used_by": used_by, "tests": tests,
-            "directives": file.directives, "schema": m.schema,
-            "column_lineage": column_sources,
-            "state": { "desired": desired, "current": recorded.as_ref().map(|r| &r.version), "status": status, "sql_change": sql_change,
-                       "materialized_at": recorded.as_ref().map(|r| &r.materialized_at) },
-            "diagnostics": diags,
-        });
-        // The effective configuration is what --config asks for, in JSON as in text.
-        if config {
-            report["config"] = json!(file.config);
-        }
-        println!("{report}");
-        return EXIT_OK;
-    }
-    println!("Model: {}", m.name);
-    println!(
-        "ID: {}{}",
-        m.name.uri(),
-        if m.id != m.name.as_str() {
-            format!(" (pinned @id {})", m.id)
-        } else {
-            String::new()
-        }
-    );
-    println!("Path: {}\n", m.path);
-    println!("Materialisation: {}", m.materialization);
-    if let (Some(r), Some(e)) = (&relation, &engine) {
-        println!("Relation: {r} ({})", e.name());
-    }
-    if !file.config.key.value.is_empty() {
-        println!("Key: {}", file.config.key.value.join(", "));
-    }
-    if config {
-        println!("\nConfiguration:");
-        let rows = file.config.rows();
-        let key_width = rows.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
-        let value_width = rows
-            .iter()
-            .map(|(_, v, _)| v.chars().count())
-            .max()
-            .unwrap_or(0);
-        for (key, value, origin) in rows {
-            println!(
-                "  {key:<key_width$}  {value:<value_width$}  from {}",
-                origin.describe()
-            );
-        }
-    }
-    match &m.schema {
-        Some(phlo_transform_compiler::ModelSchema::Known { columns, .. }) => {
-            println!("\nColumns:");
-            let width = columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
-            let type_width = columns
+        out.diagnostics(
+            c.diagnostics
                 .iter()
-                .map(|c| c.data_type.len() + if c.nullable { 0 } else { 9 })
-                .max()
-                .unwrap_or(0);
-            for col in columns {
-                let ty = format!(
-                    "{}{}",
-                    col.data_type,
-                    if col.nullable { "" } else { " NOT NULL" }
-                );
-                let from = column_sources
-                    .iter()
-                    .find(|s| s.name == col.name)
-                    .filter(|s| !s.direct.is_empty())
-                    .map(|s| format!("  ← {}", s.direct.join(", ")))
-                    .unwrap_or_default();
-                println!("  {:<width$}  {ty:<type_width$}{from}", col.name);
-            }
-        }
-        Some(phlo_transform_compiler::ModelSchema::Unknown { reason }) => {
-            println!("\nColumns: unknown ({reason})")
-        }
-        None => println!("\nColumns: not inferred (the model or an upstream has errors)"),
+                .filter(|d| d.file.as_deref() == Some(m.path.as_str()))
+                .cloned(),
+        );
     }
-    let deps = c.dependencies(i);
-    println!("\nDepends on:");
-    for d in &deps {
-        match d {
-            phlo_transform_compiler::Dependency::Model(n) => println!("  {n}"),
-            phlo_transform_compiler::Dependency::Source(n) => println!("  {n} (source)"),
-        }
-    }
-    if deps.is_empty() {
-        println!("  (nothing)");
-    }
-    println!("\nUsed by:");
-    for u in &used_by {
-        println!("  {u}");
-    }
-    if used_by.is_empty() {
-        println!("  (nothing)");
-    }
-    if !tests.is_empty() {
-        println!("\nTests:");
-        for t in &tests {
-            println!("  {t}");
-        }
-    }
-    let short = |v: Option<&String>| {
-        v.map(|s| s[..12.min(s.len())].to_string())
-            .unwrap_or_else(|| "-".into())
-    };
-    println!("\nState:");
-    println!("  desired: {}", short(desired.as_ref()));
-    println!(
-        "  current: {}",
-        short(recorded.as_ref().map(|r| &r.version))
-    );
-    println!("  status: {status}");
-    if let Some(change) = sql_change {
-        let text = match change {
-            phlo_transform_compiler::SqlChange::None => "none",
-            phlo_transform_compiler::SqlChange::Text => "text only (formatting or comments)",
-            phlo_transform_compiler::SqlChange::Ast => "AST only (same logical plan)",
-            phlo_transform_compiler::SqlChange::Semantic => "semantic",
-        };
-        println!("  SQL change: {text}");
-    }
+    out.report(&report);
     EXIT_OK
 }
 
 /// `inspect <source>`: where a source is read from, its state and columns, and the models
-/// that read it.
-fn inspect_source(c: &Compilation, name: &str, json: bool) -> u8 {
-    let decl = c
-        .workspace
-        .sources
-        .iter()
-        .find(|s| s.name == name)
-        .expect("the caller found the source");
-    let state = c.catalog.sources.get(name);
-    let columns: Option<Vec<(String, String)>> = state.and_then(|s| match &s.schema {
-        phlo_transform_compiler::schemas::SourceSchema::Known(schema) => Some(
-            schema
-                .fields()
-                .iter()
-                .map(|f| (f.name().clone(), f.data_type().to_string()))
-                .collect(),
-        ),
-        phlo_transform_compiler::schemas::SourceSchema::Unknown(_) => None,
-    });
-    let used_by: Vec<&str> = c
-        .models
-        .iter()
-        .filter(|m| m.sources.iter().any(|s| s == name))
-        .map(|m| m.name.as_str())
-        .collect();
-    let diags: Vec<&Diagnostic> = c
+/// that read it; then the diagnostics that name it.
+fn inspect_source(c: &Compilation, source: SourceInspection, json: bool) -> u8 {
+    let named = format!("`{}`", source.name);
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    let diags = c
         .diagnostics
         .iter()
-        .filter(|d| d.message.contains(&format!("`{name}`")))
-        .collect();
-    if json {
-        println!(
-            "{}",
-            json!({
-                "kind": "source",
-                "name": name, "format": decl.format, "location": decl.location,
-                "origin": decl.origin, "owner": decl.owner, "description": decl.description,
-                "state": state.map(|s| &s.state),
-                "columns": columns.as_ref().map(|cols| cols.iter().map(|(n, t)| json!({"name": n, "type": t})).collect::<Vec<_>>()),
-                "used_by": used_by,
-                "diagnostics": diags,
-            })
-        );
-        return EXIT_OK;
-    }
-    println!("Source: {name}");
-    println!("Location: {}", decl.location);
-    println!("Format: {}", json!(decl.format).as_str().unwrap_or("?"));
-    println!(
-        "State: {}",
-        state.map(|s| s.state.as_str()).unwrap_or("unreadable")
-    );
-    match &columns {
-        Some(cols) => {
-            println!("\nColumns:");
-            let width = cols.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-            for (n, t) in cols {
-                println!("  {n:<width$}  {t}");
-            }
-        }
-        None => println!("\nColumns: unknown"),
-    }
-    println!("\nUsed by:");
-    for u in &used_by {
-        println!("  {u}");
-    }
-    if used_by.is_empty() {
-        println!("  (nothing)");
-    }
-    if !diags.is_empty() {
-        render::diagnostics(
-            &Diagnostics(diags.into_iter().cloned().collect()),
-            Some(&c.workspace),
-            false,
-        );
-    }
+        .filter(|d| d.message.contains(&named))
+        .cloned();
+    out.diagnostics(diags);
+    out.report(&source);
     EXIT_OK
 }
 
@@ -645,21 +377,12 @@ fn print_model_sql(c: &Compilation, i: usize, engine: &dyn Adapter, json: bool) 
         .and_then(|job| engine.statements(&job));
     match statements {
         Ok(statements) => {
-            if json {
-                println!(
-                    "{}",
-                    json!({
-                        "name": m.name,
-                        "adapter": engine.name(),
-                        "relation": engine.model_relation(m.name.as_str()).to_string(),
-                        "statements": statements,
-                    })
-                );
-            } else {
-                for s in statements {
-                    println!("{s};");
-                }
-            }
+            Output::new(json).report(&ModelSql {
+                name: m.name.as_str(),
+                adapter: engine.name().to_string(),
+                relation: engine.model_relation(m.name.as_str()).to_string(),
+                statements,
+            });
             EXIT_OK
         }
         Err(e) => fatal(Diagnostic::error(e.code, e.message), json),
@@ -671,29 +394,31 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    out.diagnostics(c.diagnostics.iter().cloned());
     if c.has_errors() {
-        return report_schema_impact_of_errors(paths, c, json).await;
-    }
-    if !json {
-        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
+        return report_schema_impact_of_errors(paths, c, out).await;
     }
     let store = match open_state(paths).await {
         Ok(s) => s,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     let binding = match super::bind(paths, c, store.clone()).await {
         Ok(b) => b,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     // Planning only asks whether relations exist: nothing needs opening.
     let engine = match super::open_bound_engine(paths, c, binding.as_ref(), Purpose::Plan).await {
-        Ok((engine, _)) => engine,
-        Err(d) => return fatal(d, json),
+        Ok((engine, warnings)) => {
+            out.diagnostics(warnings);
+            engine
+        }
+        Err(d) => return out.fail([d]),
     };
     let p = match super::make_plan(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await
     {
         Ok(p) => p,
-        Err(diags) => return fatal_all(diags, json),
+        Err(diags) => return out.fail(diags),
     };
     let stored = store
         .store_plan(
@@ -702,29 +427,22 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         )
         .await;
     if let Err(e) = stored {
-        return fatal(
-            Diagnostic::error(codes::STATE_WRITE_FAILED, e.message)
-                .with_help("check that the state database is writable"),
-            json,
-        );
+        return out.fail([Diagnostic::error(codes::STATE_WRITE_FAILED, e.message)
+            .with_help("check that the state database is writable")]);
     }
     let artifacts = write_compile_artifacts(paths, c, LineageArtifacts::RefreshExisting)
         .and_then(|_| write_artifact(paths, "plan.json", &p));
     if let Err(d) = artifacts {
-        return fatal(d, json);
+        return out.fail([d]);
     }
-    if json {
-        println!("{}", serde_json::to_string(&p).expect("plans serialise"));
-    } else {
-        print!("{}", render::plan(&p));
-    }
+    out.report(&p);
     EXIT_OK
 }
 
 /// A plan cannot be made over compile errors, but the schema changes are still reported:
 /// when a column removal breaks a downstream model, the plan says which change broke which
 /// reader, and where (SPEC §51), before anything runs.
-async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, json: bool) -> u8 {
+async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, out: Output<'_>) -> u8 {
     let changes = match open_state_read_only(paths).await {
         Ok(store) => store
             .materializations(LOCAL_ENVIRONMENT)
@@ -739,15 +457,18 @@ async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, json: bo
             .unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    if json {
-        println!(
-            "{}",
-            json!({ "models": model_rows(c), "diagnostics": c.diagnostics, "schema_changes": changes })
-        );
+    let blocked = BlockedPlan {
+        models: c.model_rows(),
+        schema_changes: changes,
+    };
+    if out.json() {
+        out.report(&blocked);
     } else {
-        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
-        eprint!("{}", render::schema_changes(&changes));
-        eprintln!("error: compilation failed: {}", render::summary_line(c));
+        eprint!("{}", blocked.human());
+        eprintln!(
+            "error: compilation failed: {}",
+            render::summary_line(&c.counts())
+        );
     }
     EXIT_ERRORS
 }
@@ -765,9 +486,8 @@ pub async fn run(
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    if !json {
-        render::diagnostics(&c.diagnostics, Some(&c.workspace), false);
-    }
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    out.diagnostics(c.diagnostics.iter().cloned());
     let mut blocked = false;
     if c.has_errors() {
         let planned = match open_state(paths).await {
@@ -789,20 +509,15 @@ pub async fn run(
         };
         let p = match planned {
             Ok(p) => p,
-            Err(diags) => return fatal_all(diags, json),
+            Err(diags) => return out.fail(diags),
         };
         blocked = p.models.iter().any(blocked_by_compile_errors);
         if p.models.iter().all(blocked_by_compile_errors) {
             // Nothing selected can run: refused, as for a workspace that does not compile.
-            if json {
-                print_check_json(c);
-            } else {
-                eprintln!("error: compilation failed: {}", render::summary_line(c));
-            }
-            return EXIT_ERRORS;
+            return compile_failed(c, out);
         }
     }
-    let code = execute_plan(paths, c, &exec, json, "run", spec, |p| {
+    let code = execute_plan(paths, c, &exec, out, "run", spec, |p| {
         Ok(if full_refresh {
             phlo_transform_plan::with_full_refresh(p)
         } else {
@@ -814,7 +529,7 @@ pub async fn run(
         if !json {
             eprintln!(
                 "error: compile errors blocked part of the selection: {}",
-                render::summary_line(c)
+                render::summary_line(&c.counts())
             );
         }
         return EXIT_ERRORS;
@@ -842,13 +557,13 @@ pub async fn apply(
     spec: Option<SelectorSpec>,
     json: bool,
 ) -> u8 {
-    let c = match compile_or_report(paths, json) {
-        Ok(c) => c,
+    let (c, out) = match compile_or_report(paths, json) {
+        Ok(compiled) => compiled,
         Err(code) => return code,
     };
     let stored = match open_state(paths).await {
         Ok(store) => store.load_plan(plan_id).await,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     let stored = match stored {
         Ok(body) => phlo_transform_plan::read_stored(plan_id, body),
@@ -857,10 +572,10 @@ pub async fn apply(
     };
     let stored = match stored {
         Ok(plan) => plan,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     let spec = spec.unwrap_or_else(|| stored.selection.spec.clone());
-    execute_plan(paths, c, &exec, json, "apply", &spec, move |fresh| {
+    execute_plan(paths, c, &exec, out, "apply", &spec, move |fresh| {
         match phlo_transform_plan::staleness(&stored, &fresh) {
             None => Ok(fresh),
             Some(stale) => Err(stale),
@@ -870,8 +585,8 @@ pub async fn apply(
 }
 
 pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
-    let c = match compile_or_report(paths, json) {
-        Ok(c) => c,
+    let (c, out) = match compile_or_report(paths, json) {
+        Ok(compiled) => compiled,
         Err(code) => return code,
     };
     // Test what exists: nothing is built; models whose relation is missing block their tests.
@@ -883,7 +598,7 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         paths,
         c,
         &one_at_a_time,
-        json,
+        out,
         "test",
         spec,
         |mut p| -> Result<Plan, Diagnostic> {
@@ -910,18 +625,18 @@ async fn execute_plan(
     paths: &Paths,
     c: &Compilation,
     exec: &Execution,
-    json: bool,
+    out: Output<'_>,
     command: &str,
     spec: &SelectorSpec,
     adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
 ) -> u8 {
     let store = match open_state(paths).await {
         Ok(s) => s,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     let binding = match super::bind(paths, c, store.clone()).await {
         Ok(b) => b,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
     let environment = binding
         .as_ref()
@@ -932,9 +647,9 @@ async fn execute_plan(
             .await
         {
             Ok(lease) => lease,
-            Err(d) => return fatal(d, json),
+            Err(d) => return out.fail([d]),
         };
-    if !json && !lease.interrupted.is_empty() {
+    if !out.json() && !lease.interrupted.is_empty() {
         eprintln!(
             "note: marked {} run(s) left running by a writer that is gone as interrupted: {}",
             lease.interrupted.len(),
@@ -947,14 +662,14 @@ async fn execute_plan(
         Ok(b) => b,
         Err(d) => {
             lease.release().await;
-            return fatal(d, json);
+            return out.fail([d]);
         }
     };
     let code = execute_plan_leased(
         paths,
         c,
         exec,
-        json,
+        out,
         command,
         spec,
         adjust,
@@ -974,7 +689,7 @@ async fn execute_plan_leased(
     paths: &Paths,
     c: &Compilation,
     exec: &Execution,
-    json: bool,
+    mut out: Output<'_>,
     command: &str,
     spec: &SelectorSpec,
     adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
@@ -985,37 +700,44 @@ async fn execute_plan_leased(
     let opened = super::open_bound_engine(paths, c, binding, Purpose::Run { jobs }).await;
     let (engine, engine_diags) = match opened {
         Ok(opened) => opened,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
-    if !json {
-        render::diagnostics(&Diagnostics(engine_diags), Some(&c.workspace), false);
-    }
+    out.diagnostics(engine_diags);
     let p = match super::make_plan(c, binding, engine.as_ref(), store.as_ref(), spec)
         .await
         .and_then(|p| adjust(p).map_err(|d| vec![d]))
     {
         Ok(p) => p,
-        Err(diags) => return fatal_all(diags, json),
+        Err(diags) => return out.fail(diags),
     };
-    if !json && !exec.args.events && command != "test" {
-        print!("{}", render::plan(&p));
+    if !out.json() && !exec.args.events && command != "test" {
+        print!("{}", p.human());
         println!();
     }
-    let executed = run_plan(paths, c, &p, engine, store.clone(), command, exec, json).await;
+    let executed = run_plan(
+        paths,
+        c,
+        &p,
+        engine,
+        store.clone(),
+        command,
+        exec,
+        out.json(),
+    )
+    .await;
     let report = match executed {
         Ok(r) => r,
         Err(e) => {
-            return fatal(
+            return out.fail([
                 Diagnostic::error(codes::STATE_WRITE_FAILED, format!("the run stopped: its progress could not be recorded: {}", e.message))
                     .with_help("check that the state database is writable; the run cannot be trusted without its record"),
-                json,
-            )
+            ])
         }
     };
     // The run's writes become the environment's pointers, and the run is bound to them.
     if let Some(b) = binding {
         if let Err(d) = b.commit_run(&store, &report).await {
-            return fatal(d, json);
+            return out.fail([d]);
         }
     }
     // A run emits the lineage documents (SPEC §71); `test` only keeps existing ones current.
@@ -1028,17 +750,11 @@ async fn execute_plan_leased(
         .and_then(|_| write_artifact(paths, "plan.json", &p))
         .and_then(|_| write_artifact(paths, "run.json", &report));
     if let Err(d) = artifacts {
-        render::diagnostics(&Diagnostics(vec![d]), None, json);
+        out.diagnostics([d]);
     }
-    if exec.args.events {
-        // The `run_finished` event already carried the report.
-    } else if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("reports serialise")
-        );
-    } else {
-        print!("{}", render::run(&report));
+    // With --events the `run_finished` event already carried the report.
+    if !exec.args.events {
+        out.report(&report);
     }
     if report.failed() {
         EXIT_FAILURES
@@ -1048,47 +764,17 @@ async fn execute_plan_leased(
 }
 
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
-    let mut removed = Vec::new();
-    let mut targets = vec![paths.warehouse.clone()];
-    for name in ARTIFACTS {
-        targets.push(paths.artifacts.join(name));
-    }
+    let artifacts = ARTIFACTS.iter().map(|name| paths.artifacts.join(name));
     // A PostgreSQL state is shared: `clean` never drops it.
-    if let (true, phlo_transform_state::StateLocation::Sqlite(state)) = (all, &paths.state) {
-        for suffix in ["", "-wal", "-shm"] {
-            targets.push(Path::new(&format!("{}{suffix}", state.display())).to_path_buf());
+    let sqlite_state = match (all, &paths.state) {
+        (true, phlo_transform_state::StateLocation::Sqlite(state)) => Some(state.as_path()),
+        _ => None,
+    };
+    match phlo_transform_exec::clean::clean(&paths.warehouse, artifacts, sqlite_state) {
+        Ok(report) => {
+            Output::new(json).report(&report);
+            EXIT_OK
         }
+        Err(d) => fatal(d, json),
     }
-    for t in targets {
-        let result = if t.is_dir() {
-            std::fs::remove_dir_all(&t)
-        } else if t.exists() {
-            std::fs::remove_file(&t)
-        } else {
-            continue;
-        };
-        match result {
-            Ok(()) => removed.push(t.display().to_string()),
-            Err(e) => {
-                return fatal(
-                    Diagnostic::error(
-                        codes::STATE_WRITE_FAILED,
-                        format!("cannot remove {}: {e}", t.display()),
-                    )
-                    .with_help("check permissions"),
-                    json,
-                )
-            }
-        }
-    }
-    if json {
-        println!("{}", json!({ "removed": removed }));
-    } else if removed.is_empty() {
-        println!("Nothing to remove.");
-    } else {
-        for r in &removed {
-            println!("removed {r}");
-        }
-    }
-    EXIT_OK
 }

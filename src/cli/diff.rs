@@ -9,7 +9,7 @@ use phlo_transform_exec::diff::{diff_model, DiffArgs};
 use std::path::PathBuf;
 
 use super::commands::{compile_or_report, fatal, resolve_model};
-use super::{open_local_engine, render, Paths, EXIT_FAILURES, EXIT_OK};
+use super::{open_local_engine, Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
 pub struct DiffCliArgs {
@@ -109,35 +109,31 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(a) => a,
         Err(d) => return fatal(d, json),
     };
-    let c = match compile_or_report(paths, json) {
-        Ok(c) => c,
+    let (c, mut out) = match compile_or_report(paths, json) {
+        Ok(compiled) => compiled,
         Err(code) => return code,
     };
     // A unique suffix names the model, as for inspect, explain and selectors.
     match resolve_model(c, &args.model) {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     }
-    let (engine, _) = match open_local_engine(paths, c).await {
-        Ok(opened) => opened,
-        Err(d) => return fatal(d, json),
+    let engine = match open_local_engine(paths, c).await {
+        Ok((engine, warnings)) => {
+            out.diagnostics(warnings);
+            engine
+        }
+        Err(d) => return out.fail([d]),
     };
     let report = match diff_model(c, &engine, library_args).await {
         Ok(r) => r,
-        Err(d) => return fatal(d, json),
+        Err(d) => return out.fail([d]),
     };
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("reports serialise")
-        );
-    } else {
-        let mut diags = report.warnings.clone();
-        diags.extend(report.policy.violations.iter().cloned());
-        render::diagnostics(&phlo_transform_core::Diagnostics(diags), None, false);
-        print!("{}", report.render_text());
-    }
-    if report.policy.passed {
+    out.diagnostics(report.warnings.iter().cloned());
+    out.diagnostics(report.policy.violations.iter().cloned());
+    let passed = report.policy.passed;
+    out.report(&report);
+    if passed {
         EXIT_OK
     } else {
         EXIT_FAILURES

@@ -16,6 +16,7 @@ pub mod model;
 mod par;
 mod plan_lineage;
 mod relax;
+pub mod report;
 pub mod resolve;
 mod rest_sources;
 pub mod schemas;

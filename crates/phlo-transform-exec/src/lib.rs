@@ -5,11 +5,15 @@
 //! ends the run with an error. `run --resume` continues an interrupted run under its own id.
 
 mod cancel;
+pub mod clean;
 pub mod continuation;
 pub mod diff;
 pub mod environments;
 mod events;
+pub mod explain;
 mod failure;
+pub mod history;
+pub mod inspect;
 pub mod lease;
 pub mod planning;
 mod recorder;

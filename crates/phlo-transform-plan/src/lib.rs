@@ -4,13 +4,16 @@
 //! of a [`Selection`] are planned (SPEC §43, §82); the models it reads are planned as
 //! dependencies, built only when missing.
 
+mod blocked;
 mod freshness;
 mod git;
+pub mod list;
 mod reasons;
 pub mod schema_change;
 mod selector;
 mod stored;
 
+pub use blocked::BlockedPlan;
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};

@@ -12,6 +12,7 @@
 
 pub(crate) mod binding;
 pub mod promote;
+pub mod report;
 pub mod rollback;
 
 pub use binding::Binding;

@@ -1,50 +1,14 @@
-//! Human renderings of the reports. JSON output serialises the same structs.
+//! `plan`: the SPEC §40 layout, and the schema changes `plan`, `explain` and a failed
+//! compilation show.
 
-use phlo_transform_compiler::Compilation;
-use phlo_transform_core::{Diagnostic, Diagnostics};
-use phlo_transform_exec::RunReport;
+use super::Report;
 use phlo_transform_plan::Plan;
-use phlo_transform_project::Workspace;
 use std::fmt::Write;
 
-/// Prints `d` (text or JSON) and returns the exit code of a command it stopped.
-pub fn fatal(d: Diagnostic, json: bool) -> u8 {
-    fatal_all(vec![d], json)
-}
-
-/// Prints `diags` (text or JSON) and returns the exit code of a command they stopped.
-pub fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
-    diagnostics(&Diagnostics(diags), None, json);
-    super::EXIT_ERRORS
-}
-
-/// Diagnostics to stderr, rustc-like (with JSON output they go in the JSON document instead).
-pub fn diagnostics(diags: &Diagnostics, ws: Option<&Workspace>, json: bool) {
-    if json && ws.is_none() {
-        println!("{}", serde_json::json!({ "diagnostics": diags }));
-        return;
+impl Report for Plan {
+    fn human(&self) -> String {
+        plan(self)
     }
-    if json {
-        return;
-    }
-    for d in diags.iter() {
-        let source = match (ws, &d.file) {
-            (Some(ws), Some(f)) => ws.file_text(f),
-            _ => None,
-        };
-        eprintln!("{}\n", d.render(source.as_deref()));
-    }
-}
-
-pub fn summary_line(c: &Compilation) -> String {
-    format!(
-        "{} models, {} sources, {} tests: {} error(s), {} warning(s)",
-        c.models.len(),
-        c.workspace.sources.len(),
-        c.tests.len(),
-        c.diagnostics.error_count(),
-        c.diagnostics.warning_count()
-    )
 }
 
 /// `assay.results+ — 1 selected, 4 expanded, 2 dependencies, 1 excluded`.
@@ -101,7 +65,7 @@ fn selection_line(p: &Plan) -> String {
 }
 
 /// The SPEC §40 layout.
-pub fn plan(p: &Plan) -> String {
+fn plan(p: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Plan:        {}", p.plan_id);
     let _ = writeln!(out, "Adapter:     {}", p.adapter);
@@ -243,87 +207,9 @@ pub fn schema_changes(changes: &[phlo_transform_plan::schema_change::SchemaChang
     out
 }
 
-/// ` (in transforms/x.sql)` for a failure of a model's own query.
-fn at(e: &phlo_transform_exec::ErrorInfo) -> String {
-    e.file
-        .as_ref()
-        .map(|f| format!(" (in {f})"))
-        .unwrap_or_default()
-}
-
-/// `  STATUS   name  detail` of a run report, without trailing spaces when there is no detail.
-fn row(out: &mut String, status: &str, name: &str, width: usize, detail: &str) {
-    let line = format!("  {:<8} {name:<width$}  {detail}", status.to_uppercase());
-    let _ = writeln!(out, "{}", line.trim_end());
-}
-
-pub fn run(r: &RunReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "Run:  {}  (plan {})", r.run_id, r.plan_id);
-    let width = r
-        .models
-        .iter()
-        .map(|m| m.name.len())
-        .chain(r.tests.iter().map(|t| t.name.len()))
-        .max()
-        .unwrap_or(0);
-    for m in &r.models {
-        let detail = match (&m.error, m.rows, m.duration_ms) {
-            (Some(e), _, _) if e.attempt > 1 => {
-                format!("{}: {} (attempt {}){}", e.code, e.message, e.attempt, at(e))
-            }
-            (Some(e), _, _) => format!("{}: {}{}", e.code, e.message, at(e)),
-            (None, Some(rows), Some(ms)) => format!(
-                "{rows} rows in {ms} ms{}",
-                if m.reused_commit {
-                    " (already committed)"
-                } else {
-                    ""
-                }
-            ),
-            (None, None, Some(ms)) => format!("view in {ms} ms"),
-            _ => m.outdated.clone().unwrap_or_default(),
-        };
-        row(&mut out, &m.status, &m.name, width, &detail);
-        if let Some(help) = m.error.as_ref().and_then(|e| e.help.as_ref()) {
-            let _ = writeln!(out, "  {:<8} {:<width$}  help: {help}", "", "");
-        }
+impl Report for phlo_transform_plan::BlockedPlan<'_> {
+    /// Only the schema changes: the diagnostics said the rest.
+    fn human(&self) -> String {
+        schema_changes(&self.schema_changes)
     }
-    if !r.tests.is_empty() {
-        let _ = writeln!(out, "Tests");
-        for t in &r.tests {
-            let detail = t
-                .error
-                .as_ref()
-                .map(|e| format!("{}: {}", e.code, e.message))
-                .or_else(|| t.reason.clone())
-                .unwrap_or_default();
-            row(&mut out, &t.status, &t.name, width, &detail);
-        }
-    }
-    let c = &r.counts;
-    let tests_failed = r.tests.iter().filter(|t| !t.ok()).count();
-    let tests_cached = r.tests.iter().filter(|t| t.status == "cached").count();
-    let mut models = format!(
-        "{} passed, {} failed, {} skipped, {} blocked",
-        c.passed, c.failed, c.skipped, c.blocked
-    );
-    for (n, what) in [(c.cached, "cached"), (c.cancelled, "cancelled")] {
-        if n > 0 {
-            let _ = write!(models, ", {n} {what}");
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\n{}: {models}; tests {} passed, {} failed{}",
-        r.status.to_uppercase(),
-        r.tests.len() - tests_failed - tests_cached,
-        tests_failed,
-        if tests_cached > 0 {
-            format!(", {tests_cached} cached")
-        } else {
-            String::new()
-        }
-    );
-    out
 }

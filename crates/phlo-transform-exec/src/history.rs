@@ -1,0 +1,110 @@
+//! The state database queried (SPEC §77): `state runs | show <run> | model <model>` as
+//! reports.
+
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_state::{
+    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary,
+    StateError, StateStore,
+};
+use serde::Serialize;
+
+/// `state runs`.
+#[derive(Serialize)]
+pub struct RunsReport {
+    /// Where the state lives (a path, or a URL without its password).
+    pub state: String,
+    pub runs: Vec<RunSummary>,
+}
+
+/// `state show`.
+#[derive(Serialize)]
+pub struct RunDetail {
+    pub run: RunRecord,
+    pub models: Vec<NodeRecord>,
+    pub tests: Vec<NodeRecord>,
+    /// Every attempt of every model, failed ones with their structured failure.
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// `state model`.
+#[derive(Serialize)]
+pub struct ModelReport {
+    pub model: String,
+    /// The version materialised in each environment.
+    pub materializations: Vec<MaterializedVersion>,
+    /// The model's result in each recent run, newest first.
+    pub history: Vec<ModelRunRecord>,
+}
+
+fn unavailable(e: StateError) -> Diagnostic {
+    Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(
+        "the state database may be damaged or unreachable; check --state / PHLO_STATE_URL",
+    )
+}
+
+/// The newest `limit` runs; `state` says where the state lives.
+pub async fn runs(
+    store: &dyn StateStore,
+    state: String,
+    limit: i64,
+) -> Result<RunsReport, Diagnostic> {
+    Ok(RunsReport {
+        state,
+        runs: store.run_summaries(limit).await.map_err(unavailable)?,
+    })
+}
+
+/// One run (an id or a unique prefix of one) with its nodes and attempts.
+pub async fn show(store: &dyn StateStore, prefix: &str) -> Result<RunDetail, Diagnostic> {
+    let run = crate::continuation::find_run(store, prefix).await?;
+    let nodes = store.run_nodes(&run.run_id).await.map_err(unavailable)?;
+    let attempts = store.run_attempts(&run.run_id).await.map_err(unavailable)?;
+    let (tests, models) = nodes.into_iter().partition(|n| n.kind == "test");
+    Ok(RunDetail {
+        run,
+        models,
+        tests,
+        attempts,
+    })
+}
+
+/// One model's materialised versions and its recent results.
+pub async fn model(
+    store: &dyn StateStore,
+    model: &str,
+    limit: i64,
+) -> Result<ModelReport, Diagnostic> {
+    let materializations = store
+        .model_materializations(model)
+        .await
+        .map_err(unavailable)?;
+    // History is recorded under the model's name; a pinned id finds it through its record.
+    let name = materializations
+        .first()
+        .map(|m| m.model_name.clone())
+        .unwrap_or_else(|| model.to_string());
+    let history = store
+        .model_history(&name, limit)
+        .await
+        .map_err(unavailable)?;
+    if materializations.is_empty() && history.is_empty() {
+        let names = store.model_names().await.map_err(unavailable)?;
+        return Err(Diagnostic::error(
+            codes::NO_MODEL_STATE,
+            format!("the state has no record of a model `{model}`"),
+        )
+        .with_suggestions(phlo_transform_core::did_you_mean(
+            model,
+            names.iter().map(String::as_str),
+        ))
+        .with_help(
+            "a model is recorded once a run plans it; `phlo-transform state runs` lists the runs",
+        ));
+    }
+    Ok(ModelReport {
+        model: name,
+        materializations,
+        history,
+    })
+}

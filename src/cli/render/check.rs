@@ -1,0 +1,54 @@
+//! `check` and `list`: the compiler's model rows.
+
+use super::Report;
+use phlo_transform_compiler::report::{CheckReport, CompileCounts};
+use phlo_transform_plan::list::ListReport;
+use std::fmt::Write;
+
+/// `3 models, 1 sources, 2 tests: 0 error(s), 1 warning(s)`.
+pub fn summary_line(c: &CompileCounts) -> String {
+    format!(
+        "{} models, {} sources, {} tests: {} error(s), {} warning(s)",
+        c.models, c.sources, c.tests, c.errors, c.warnings
+    )
+}
+
+impl Report for CheckReport<'_> {
+    fn human(&self) -> String {
+        let mut out = String::new();
+        if self.counts.errors == 0 && self.build_order.len() <= 20 {
+            let _ = writeln!(out, "Build order: {}", self.build_order.join(" → "));
+        }
+        let _ = writeln!(out, "Checked {}", summary_line(&self.counts));
+        out
+    }
+}
+
+impl Report for ListReport<'_> {
+    fn human(&self) -> String {
+        let width = self.name_width;
+        let mut out = String::new();
+        for m in &self.models {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:<11} {}",
+                m.name,
+                m.materialization.as_str(),
+                m.path
+            );
+        }
+        out
+    }
+}
+
+impl Report for phlo_transform_exec::clean::CleanReport {
+    fn human(&self) -> String {
+        if self.removed.is_empty() {
+            return "Nothing to remove.\n".into();
+        }
+        self.removed
+            .iter()
+            .map(|r| format!("removed {r}\n"))
+            .collect()
+    }
+}
