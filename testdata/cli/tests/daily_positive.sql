@@ -1,0 +1,2 @@
+-- Every day has a positive total.
+select * from shop.daily where total <= 0

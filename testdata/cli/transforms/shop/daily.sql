@@ -1,0 +1,5 @@
+-- @table
+-- @key day
+select day, count(*) as n, sum(amount) as total
+from shop.orders_clean
+group by day

@@ -1,0 +1,2 @@
+-- @incremental key=id
+select id, day, amount from shop.orders
