@@ -56,7 +56,8 @@ pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
                 .unwrap_or(phlo_transform_exec::environments::MAIN);
             match (envs.get(name).await, envs.events(name).await) {
                 (Ok(r), Ok(events)) => {
-                    Ok(out.report(&RefDetail::new(&r, &paths.warehouse, events)))
+                    out.report(&RefDetail::new(&r, &paths.warehouse, events));
+                    Ok(())
                 }
                 (Err(d), _) | (_, Err(d)) => Err(d),
             }
