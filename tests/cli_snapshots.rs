@@ -10,8 +10,9 @@ use common::{run, Output};
 use serde_json::Value;
 use std::path::Path;
 
-/// `(snapshot name, arguments)`, run in this order on each copy. `{run}` is replaced by the
-/// copy's first run id.
+/// `(snapshot name, arguments)`, run in this order on each copy. `{run}`, `{plan}` and
+/// `{promotion}` are replaced by the copy's first run id, its current plan id and the last
+/// promotion into main.
 const STEPS: &[(&str, &[&str])] = &[
     ("check", &["check"]),
     ("list", &["list"]),
@@ -22,13 +23,19 @@ const STEPS: &[(&str, &[&str])] = &[
     ("plan", &["plan"]),
     ("run", &["run", "-j", "1"]),
     ("plan_after_run", &["plan"]),
+    ("apply", &["apply", "{plan}"]),
     ("test", &["test"]),
     ("inspect_model", &["inspect", "shop.daily", "--config"]),
     ("inspect_sql", &["inspect", "shop.orders_log", "--sql"]),
     ("inspect_source", &["inspect", "shop.orders"]),
     ("explain", &["explain", "shop.daily"]),
-    ("lineage", &["lineage", "shop.daily"]),
+    ("lineage", &["lineage"]),
+    ("lineage_model", &["lineage", "shop.daily"]),
     ("lineage_column", &["lineage", "shop.daily.total"]),
+    (
+        "lineage_graph",
+        &["lineage", "shop.daily", "--format", "graph"],
+    ),
     ("impact", &["impact", "shop.orders.amount"]),
     ("diff", &["diff", "shop.daily"]),
     ("state_runs", &["state", "runs"]),
@@ -38,49 +45,97 @@ const STEPS: &[(&str, &[&str])] = &[
     ("ref_list", &["ref", "list"]),
     ("ref_show", &["ref", "show", "dev"]),
     ("promote_check", &["promote", "dev", "--check"]),
+    ("run_dev", &["--ref", "dev", "run", "-j", "1"]),
+    ("promote", &["promote", "dev"]),
+    ("rollback_promotion", &["rollback", "--to", "{promotion}"]),
     ("ref_delete", &["ref", "delete", "dev"]),
     ("rollback_model", &["rollback", "shop.daily", "--to", "0"]),
     ("explain_code", &["explain-code", "C006"]),
     ("unknown_model", &["inspect", "shop.dialy"]),
+];
+
+/// Then with a model that does not compile (it reads a column that does not exist).
+const BROKEN_STEPS: &[(&str, &[&str])] = &[
+    ("broken_check", &["check"]),
+    ("broken_plan", &["plan"]),
+    ("broken_run", &["run", "-j", "1"]),
     ("clean", &["clean"]),
 ];
+
+/// Outputs whose shape is fixed elsewhere: printed without the envelope.
+const DOCUMENTS: &[&str] = &["lineage_graph"];
+
+const BROKEN_MODEL: (&str, &str) = (
+    "transforms/shop/broken.sql",
+    "-- @table\nselect id, missing_column from shop.orders_clean\n",
+);
 
 #[test]
 fn every_command_text_and_json() {
     let text_ws = common::workspace("cli");
     let json_ws = common::workspace("cli");
-    let mut text_run = String::new();
-    let mut json_run = String::new();
     for (name, args) in STEPS {
-        // Text mode.
-        let text_args = with_run(args, &text_run);
-        let out = run(
-            text_ws.path(),
-            &text_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
-        insta::assert_snapshot!(format!("{name}_text"), text(&out, text_ws.path()));
-        // JSON mode: one document on stdout, nothing on stderr.
-        let mut json_args = vec!["--json".to_string()];
-        json_args.extend(with_run(args, &json_run));
-        let out = run(
-            json_ws.path(),
-            &json_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
-        let doc = out.json();
+        step(name, args, text_ws.path(), json_ws.path());
+    }
+    for ws in [text_ws.path(), json_ws.path()] {
+        common::write_file(ws, BROKEN_MODEL.0, BROKEN_MODEL.1);
+    }
+    for (name, args) in BROKEN_STEPS {
+        step(name, args, text_ws.path(), json_ws.path());
+    }
+}
+
+/// Runs `args` in text mode on `text_ws` and with `--json` on `json_ws`; snapshots both.
+fn step(name: &str, args: &[&str], text_ws: &Path, json_ws: &Path) {
+    let out = run_filled(text_ws, &[], args);
+    insta::assert_snapshot!(format!("{name}_text"), text(&out, text_ws));
+    // JSON mode: one document on stdout, nothing on stderr.
+    let out = run_filled(json_ws, &["--json"], args);
+    let doc = out.json();
+    if !DOCUMENTS.contains(&name) {
         assert!(
             doc.get("diagnostics").is_some_and(Value::is_array),
             "{name}: no diagnostics array in the envelope: {doc}"
         );
-        if *name == "run" {
-            text_run = first_run(text_ws.path());
-            json_run = doc["run_id"].as_str().unwrap().to_string();
-        }
-        let redacted = redact_json(doc, json_ws.path());
-        insta::assert_json_snapshot!(
-            format!("{name}_json"),
-            serde_json::json!({ "exit": out.code, "stderr": redact(&out.stderr, json_ws.path()), "stdout": redacted })
-        );
     }
+    insta::assert_json_snapshot!(
+        format!("{name}_json"),
+        serde_json::json!({
+            "exit": out.code,
+            "stderr": redact(&out.stderr, json_ws),
+            "stdout": redact_json(doc, json_ws),
+        })
+    );
+}
+
+/// Runs `flags` + `args` in `ws`, placeholders filled from the workspace's state.
+fn run_filled(ws: &Path, flags: &[&str], args: &[&str]) -> Output {
+    let mut filled: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    for a in args {
+        filled.push(match *a {
+            "{run}" => first_run(ws),
+            "{plan}" => query(ws, &["plan"])["plan_id"].as_str().unwrap().into(),
+            "{promotion}" => query(ws, &["ref", "show", "main"])["events"][0]["event_id"]
+                .as_str()
+                .unwrap()
+                .into(),
+            a => a.to_string(),
+        });
+    }
+    run(ws, &filled.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn query(ws: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend(args);
+    run(ws, &all).json()
+}
+
+/// The oldest run's id.
+fn first_run(ws: &Path) -> String {
+    let runs = query(ws, &["state", "runs"]);
+    let runs = runs["runs"].as_array().unwrap();
+    runs.last().unwrap()["run_id"].as_str().unwrap().to_string()
 }
 
 /// `plan --json` and `run --json` carry the compile warnings (issue 12: they dropped them).
@@ -105,15 +160,6 @@ fn plan_and_run_json_carry_the_compile_warnings() {
             "{doc}"
         );
     }
-}
-
-fn with_run(args: &[&str], run_id: &str) -> Vec<String> {
-    args.iter().map(|a| a.replace("{run}", run_id)).collect()
-}
-
-fn first_run(ws: &Path) -> String {
-    let runs = run(ws, &["--json", "state", "runs"]).json();
-    runs["runs"][0]["run_id"].as_str().unwrap().to_string()
 }
 
 /// Exit code, stdout and stderr of a text-mode command, redacted.
@@ -170,6 +216,7 @@ fn redact(text: &str, ws: &Path) -> String {
     let text = hex_tokens(&text, 32, "[RUN_ID]");
     // Reference hashes cover the tables' run ids; plan ids are 16 digits too.
     let text = hex_tokens(&text, 16, "[HASH]");
+    let text = short_run_ids(&text);
     durations(&text)
 }
 
@@ -233,6 +280,28 @@ fn hex_tokens(text: &str, len: usize, tag: &str) -> String {
         }
     }
     flush(&mut word, &mut out);
+    out
+}
+
+/// `run 01a2306d70c2` (a run id's 12-digit prefix) → `run [RUN_ID]`.
+fn short_run_ids(text: &str) -> String {
+    let mut pieces = text.split("run ");
+    let mut out = pieces.next().unwrap_or_default().to_string();
+    for piece in pieces {
+        out.push_str("run ");
+        let prefix: String = piece.chars().take(12).collect();
+        let hex = prefix.len() == 12 && prefix.bytes().all(|c| c.is_ascii_hexdigit());
+        let ends = piece[prefix.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        if hex && ends {
+            out.push_str("[RUN_ID]");
+            out.push_str(&piece[12..]);
+        } else {
+            out.push_str(piece);
+        }
+    }
     out
 }
 
