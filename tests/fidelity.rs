@@ -157,8 +157,9 @@ fn compare_with_duckdb(root: &std::path::Path) -> Vec<serde_json::Value> {
         .clone()
 }
 
-/// Under `dialect = "duckdb"` the local engine computes what DuckDB computes for integer
-/// division, NULL ordering (in windows) and `extract`: equal column types and equal rows, and
+/// Under `dialect = "duckdb"` the local engine computes what DuckDB computes for integer and
+/// decimal division, NULL ordering (in windows), `extract`, and the types of `sum` and `avg`
+/// over integers and decimals: equal column types and equal rows, and
 /// `check` reports DuckDB's types. Without the dialect the same models differ, so the
 /// comparison can fail.
 #[test]
@@ -168,7 +169,7 @@ fn under_the_duckdb_dialect_the_local_engine_matches_duckdb() {
     let out = run(root, &["run", "--json"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let report = compare_with_duckdb(root);
-    assert_eq!(report.len(), 4);
+    assert_eq!(report.len(), 5);
     for m in &report {
         assert_eq!(m["local_types"], m["duckdb_types"], "{}", m["model"]);
         assert_eq!(m["local_rows"], m["duckdb_rows"], "{}", m["model"]);
@@ -188,6 +189,18 @@ fn under_the_duckdb_dialect_the_local_engine_matches_duckdb() {
         common::column_types(&dated),
         ["id:Int64", "y:Int64", "m:Int64", "d:Int64"]
     );
+    let totals = run(root, &["inspect", "shop.totals", "--json"]).json()["schema"].clone();
+    assert_eq!(
+        common::column_types(&totals),
+        [
+            "customer:Utf8",
+            "units:Decimal128(38, 0)",
+            "revenue:Decimal128(38, 2)",
+            "mean_amount:Float64",
+            "per_order:Float64",
+            "quarter_largest:Float64"
+        ]
+    );
 
     // DataFusion's own semantics: the same models differ from DuckDB, and `id / qty` with
     // qty = 0 is an integer division by zero (DuckDB: inf).
@@ -201,16 +214,20 @@ fn under_the_duckdb_dialect_the_local_engine_matches_duckdb() {
         .filter(|m| m["local_types"] != m["duckdb_types"] || m["local_rows"] != m["duckdb_rows"])
         .map(|m| m["model"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(differing, ["shop.dated", "shop.ranked", "shop.ratios"]);
+    assert_eq!(
+        differing,
+        ["shop.dated", "shop.ranked", "shop.ratios", "shop.totals"]
+    );
 }
 
 /// Where the local engine cannot compute what the target does, the model gets a T012 warning
-/// naming the construct, at the construct.
+/// naming the construct, at the construct: PostgreSQL's unbounded numeric results of `avg`
+/// and `sum` over decimals (its `sum` of an integer is not warned about).
 #[test]
 fn constructs_the_local_engine_computes_differently_are_warned_about() {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(root, "phlo.toml", "[transform]\ndialect = \"duckdb\"\n");
+    write_file(root, "phlo.toml", "[transform]\ndialect = \"postgres\"\n");
     write_file(
         root,
         "transforms/x/a.sql",
@@ -219,7 +236,7 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
     write_file(
         root,
         "transforms/x/b.sql",
-        "select count(*) as n,\n       avg(price) as mean,\n       sum(qty) as units\nfrom x.a\n",
+        "select count(*) as n,\n       avg(price) as mean,\n       sum(price) as total,\n       sum(qty) as units\nfrom x.a\n",
     );
     let out = run(root, &["check", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -248,9 +265,9 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
         .as_str()
         .unwrap()
         .contains("avg(decimal)"));
-    assert!(diags[0]["help"].as_str().unwrap().contains("DOUBLE"));
+    assert!(diags[0]["help"].as_str().unwrap().contains("numeric"));
     assert!(diags[1]["message"]
         .as_str()
         .unwrap()
-        .contains("sum(integer)"));
+        .contains("sum(decimal)"));
 }

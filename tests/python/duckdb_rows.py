@@ -3,8 +3,9 @@ package (PyPI), as an independent reader.
 
     python3 duckdb_rows.py <database-file> <schema.table>...
 
-Prints JSON: {"<schema.table>": {"columns": [...], "rows": [[...], ...], "comment": "..."}};
-decimals become floats, dates ISO strings.
+Prints JSON: {"<schema.table>": {"columns": [...], "types": [...], "rows": [[...], ...],
+"comment": "..."}}; types as DuckDB's catalog names them (`DECIMAL(15,2)`), decimals become
+floats, dates ISO strings.
 """
 
 import datetime
@@ -35,7 +36,20 @@ def main() -> None:
             "SELECT comment FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
             [schema, table],
         ).fetchone()
-        out[name] = {"columns": columns, "rows": rows, "comment": comment[0] if comment else None}
+        types = [
+            t
+            for (t,) in con.execute(
+                "SELECT data_type FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+                "ORDER BY column_index",
+                [schema, table],
+            ).fetchall()
+        ]
+        out[name] = {
+            "columns": columns,
+            "types": types,
+            "rows": rows,
+            "comment": comment[0] if comment else None,
+        }
     print(json.dumps(out))
 
 

@@ -83,10 +83,22 @@ fn cmp_field(a: &Option<String>, b: &Option<String>) -> Ordering {
     }
 }
 
+/// A date-time as PostgreSQL prints it (`2024-01-02 03:04:05`), for one written the ISO way
+/// (`2024-01-02T03:04:05`, Python's `isoformat`).
+fn date_time(s: &Option<String>) -> Option<String> {
+    let s = s.as_deref()?;
+    let iso = s.len() >= 19 && s.as_bytes()[4] == b'-' && s.as_bytes()[10] == b'T';
+    Some(if iso {
+        format!("{} {}", &s[..10], &s[11..])
+    } else {
+        s.to_string()
+    })
+}
+
 fn same_field(a: &Option<String>, b: &Option<String>) -> bool {
     match (number(a), number(b)) {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1.0),
-        _ => a == b,
+        _ => date_time(a) == date_time(b),
     }
 }
 
@@ -177,6 +189,11 @@ mod tests {
         assert_eq!(difference_at_scale(one("1.525"), one("1.53")), None);
         assert!(difference_at_scale(one("1.536"), one("1.53")).is_some());
         assert!(difference(one("1.525"), one("1.53")).is_some());
+        assert_eq!(
+            difference(one("2024-01-02T03:04:05"), one("2024-01-02 03:04:05")),
+            None
+        );
+        assert!(difference(one("2024-01-02T03:04:05"), one("2024-01-02 03:04:06")).is_some());
         assert_eq!(difference_at_scale(one("-0.0449"), one("-0.04")), None);
         assert!(difference_at_scale(one("2"), one("3")).is_some());
     }

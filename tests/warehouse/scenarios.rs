@@ -10,6 +10,7 @@ use crate::common::{by_name, run, workspace, write_file, Output};
 use crate::interrupt::{kill_after, runtime, MODELS};
 use crate::rows::{self, Row};
 use crate::tpch_data;
+use crate::types;
 use std::path::Path;
 
 /// A real warehouse a test workspace builds into, reached by the engine's own client.
@@ -24,6 +25,17 @@ pub trait Warehouse {
     fn rows(&self, tables: &[String]) -> Vec<Vec<Row>>;
     /// A query reading the comment of column `column` of table `schema.table`.
     fn column_comment(&self, schema: &str, table: &str, column: &str) -> String;
+    /// The dialect the adapter speaks: the local engine's `[transform] dialect` when it
+    /// stands in for this warehouse.
+    fn dialect(&self) -> &'static str;
+    /// `name:type` of each column of each `schema.table` as the engine's catalog reports
+    /// them, types canonical ([`types::canonical`]).
+    fn column_types(&self, tables: &[String]) -> Vec<Vec<String>>;
+    /// A model written for the local engine, spelled for this warehouse where its SQL names
+    /// something differently (PostgreSQL has no `DOUBLE`): what a user targeting it writes.
+    fn spell(&self, sql: &str) -> String {
+        sql.to_string()
+    }
 }
 
 pub fn ok(out: &Output) -> serde_json::Value {
@@ -62,14 +74,24 @@ fn delta_rows(dirs: &[std::path::PathBuf]) -> Vec<Vec<Row>> {
 }
 
 /// The 22 TPC-H queries (testdata/tpch) as `@table` models on the warehouse give the local
-/// engine's rows over the same generated data; a second run skips them all. Returns the
-/// warehouse workspace for engine-specific checks.
-pub fn tpch_equals_the_local_engine(warehouse: &dyn Warehouse) -> tempfile::TempDir {
+/// engine's rows over the same generated data, the local engine running in the warehouse's
+/// dialect (`[transform] dialect`); the column types `check` reports in that dialect are the
+/// ones the warehouse's catalog reports for the built tables except exactly `known`
+/// (`model.column: local <type>, engine <type>`, listed with their reasons in
+/// docs/dialects.md), and `check` reports the same types with the adapter configured. A
+/// second run skips them all. Returns the warehouse workspace for engine-specific checks.
+pub fn tpch_equals_the_local_engine(
+    warehouse: &dyn Warehouse,
+    known: &[&str],
+) -> tempfile::TempDir {
     let tables = tpch_data::generate(200, 1500);
     // The local engine reads the same data as Parquet files with the warehouse's types.
     let local = workspace("tpch");
     tpch_data::write_parquet(&tables, &local.path().join("data"));
-    let mut toml = String::from("\n[transform]\ndefault_materialization = \"table\"\n");
+    let mut toml = format!(
+        "\n[transform]\ndefault_materialization = \"table\"\ndialect = \"{}\"\n",
+        warehouse.dialect()
+    );
     for t in &tables {
         toml.push_str(&format!(
             "\n[source.\"tpch.{0}\"]\nlocation = \"data/{0}.parquet\"\n",
@@ -114,6 +136,15 @@ pub fn tpch_equals_the_local_engine(warehouse: &dyn Warehouse) -> tempfile::Temp
         }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
+    let checked = types::checked_types(local.path(), &names);
+    assert_eq!(types::checked_types(ws.path(), &names), checked);
+    let engine = warehouse.column_types(&names);
+    assert_eq!(
+        types::differences(&names, &checked, &engine),
+        known,
+        "column types: local engine in the {} dialect vs the engine",
+        warehouse.dialect()
+    );
     // The data exercises the queries: most return rows.
     let non_empty = expected.iter().filter(|r| !r.is_empty()).count();
     assert!(non_empty >= 18, "only {non_empty} queries returned rows");
@@ -406,4 +437,196 @@ pub fn warehouse_relations_are_typed_from_the_catalog_and_cached(
     let check = run(root, &["check", "--json"]);
     assert_eq!(check.code, 2, "{}", check.stdout);
     assert!(check.stdout.contains("R001"), "{}", check.stdout);
+}
+
+/// The warehouse's type name for a canonical source column type.
+fn source_type(warehouse: &dyn Warehouse, canonical: &str) -> &'static str {
+    match (canonical, warehouse.dialect()) {
+        ("double", "postgres") => "double precision",
+        ("double", _) => "double",
+        ("bigint", _) => "bigint",
+        ("date", _) => "date",
+        ("timestamp", "trino") => "timestamp(6)",
+        ("timestamp", _) => "timestamp",
+        _ => "varchar",
+    }
+}
+
+/// The type the local engine's CSV inference gives a column of `values`: integers bigint,
+/// other numbers double, ISO dates date, ISO date-times timestamp, anything else varchar.
+fn csv_type(values: &[&str]) -> &'static str {
+    fn digits(s: &str) -> bool {
+        !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
+    }
+    fn date(s: &str) -> bool {
+        let p: Vec<&str> = s.split('-').collect();
+        p.len() == 3 && p.iter().all(|x| digits(x))
+    }
+    let all = |f: fn(&str) -> bool| values.iter().all(|v| f(v));
+    if all(|s| digits(s.strip_prefix('-').unwrap_or(s))) {
+        "bigint"
+    } else if all(|s| s.parse::<f64>().is_ok()) {
+        "double"
+    } else if all(|s| s.len() == 10 && date(s)) {
+        "date"
+    } else if all(|s| s.len() == 19 && date(&s[..10]) && &s[10..11] == "T" && digits(&s[11..13])) {
+        "timestamp"
+    } else {
+        "varchar"
+    }
+}
+
+/// Copies the CSV sources of a workspace (`sources/<ns>/<name>.csv`, unquoted fields) into
+/// the warehouse as tables `<ns>.<name>`, each column typed as the local engine infers it.
+pub fn load_csv_sources(warehouse: &dyn Warehouse, root: &Path) {
+    let mut files: Vec<_> = std::fs::read_dir(root.join("sources"))
+        .unwrap()
+        .flat_map(|ns| std::fs::read_dir(ns.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    files.sort();
+    for file in files {
+        let ns = file
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+        let name = file.file_stem().unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let types: Vec<&str> = (0..header.len())
+            .map(|i| csv_type(&rows.iter().map(|r| r[i]).collect::<Vec<_>>()))
+            .collect();
+        let columns: Vec<String> = header
+            .iter()
+            .zip(&types)
+            .map(|(c, t)| format!("\"{c}\" {}", source_type(warehouse, t)))
+            .collect();
+        let values: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let fields: Vec<String> = r
+                    .iter()
+                    .zip(&types)
+                    .map(|(v, t)| match *t {
+                        "bigint" | "double" => v.to_string(),
+                        "varchar" => format!("'{}'", v.replace('\'', "''")),
+                        other => format!(
+                            "CAST('{}' AS {})",
+                            v.replace('T', " "),
+                            source_type(warehouse, other)
+                        ),
+                    })
+                    .collect();
+                format!("({})", fields.join(", "))
+            })
+            .collect();
+        warehouse.execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{ns}\""));
+        warehouse.execute(&format!(
+            "CREATE TABLE \"{ns}\".\"{name}\" ({})",
+            columns.join(", ")
+        ));
+        warehouse.execute(&format!(
+            "INSERT INTO \"{ns}\".\"{name}\" VALUES {}",
+            values.join(", ")
+        ));
+    }
+}
+
+/// A model name's `schema.table` on a SQL warehouse without `default_schema`
+/// (`crm.staging.x` → `crm.staging__x`).
+fn relation(model: &str) -> String {
+    let (schema, rest) = model.split_once('.').unwrap();
+    format!("{schema}.{}", rest.replace('.', "__"))
+}
+
+/// The realistic workspace with `n` models in `dir`, its models spelled for `warehouse`.
+fn generate_realistic(warehouse: &dyn Warehouse, dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    crate::generate::realistic::generate(dir, n).unwrap();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "sql") {
+                let sql = std::fs::read_to_string(&path).unwrap();
+                std::fs::write(&path, warehouse.spell(&sql)).unwrap();
+            }
+        }
+    }
+}
+
+/// What differs between the local engine in the warehouse's dialect and the warehouse on one
+/// workspace: `types` (see [`types::differences`]; every model, views included) and `rows`
+/// (`model: first difference`; table models).
+#[derive(Debug, Default)]
+pub struct Differences {
+    pub types: Vec<String>,
+    pub rows: Vec<String>,
+}
+
+/// The realistic generated workspace of benches/ (benches/support/realistic.rs) with `n`
+/// models, run on the local engine in the warehouse's dialect and on the warehouse over the
+/// same source rows; returns every difference of column types and of rows, for the caller
+/// to assert against its engine's known list.
+pub fn realistic_differences(warehouse: &dyn Warehouse, dir: &Path, n: usize) -> Differences {
+    let local = dir.join("local");
+    generate_realistic(warehouse, &local, n);
+    let toml = std::fs::read_to_string(local.join("phlo.toml")).unwrap();
+    let with_dialect = toml.replacen(
+        "[transform]\n",
+        &format!("[transform]\ndialect = \"{}\"\n", warehouse.dialect()),
+        1,
+    );
+    assert_ne!(toml, with_dialect);
+    std::fs::write(local.join("phlo.toml"), with_dialect).unwrap();
+    let report = ok(&run(&local, &["run", "--json"]));
+    let statuses = by_name(&report, "status");
+    assert_eq!(statuses.len(), n, "{report:#}");
+    assert!(statuses.values().all(|s| s == "passed"), "{report:#}");
+    let models: Vec<String> = statuses.keys().cloned().collect();
+    let tables: Vec<String> = models
+        .iter()
+        .filter(|m| local.join(".phlo/warehouse").join(m).is_dir())
+        .cloned()
+        .collect();
+    assert!(tables.len() * 3 >= n, "{tables:?}");
+    let dirs: Vec<_> = tables
+        .iter()
+        .map(|m| local.join(".phlo/warehouse").join(m))
+        .collect();
+    let expected = delta_rows(&dirs);
+    let checked = types::checked_types(&local, &models);
+
+    let ws = dir.join("warehouse");
+    generate_realistic(warehouse, &ws, n);
+    load_csv_sources(warehouse, &ws);
+    append(&ws, "phlo.toml", &warehouse.adapter_toml());
+    let report = ok(&run(&ws, &["run", "--json"]));
+    assert!(
+        by_name(&report, "status").values().all(|s| s == "passed"),
+        "{report:#}"
+    );
+    assert_eq!(types::checked_types(&ws, &models), checked);
+
+    let relations: Vec<String> = models.iter().map(|m| relation(m)).collect();
+    let engine = warehouse.column_types(&relations);
+    let mut out = Differences {
+        types: types::differences(&models, &checked, &engine),
+        rows: Vec::new(),
+    };
+    let relations: Vec<String> = tables.iter().map(|m| relation(m)).collect();
+    for ((name, e), a) in tables.iter().zip(expected).zip(warehouse.rows(&relations)) {
+        if let Some(d) = rows::difference(e, a) {
+            out.rows.push(format!("{name}: {d}"));
+        }
+    }
+    out
 }

@@ -3,8 +3,11 @@
 //!
 //! - configuration where DataFusion has a switch (`null_ordering`, DataFusion's
 //!   `sql_parser.default_null_ordering`);
-//! - exact plan rewrites where it has none: integer `/` computed in DOUBLE (DuckDB), and
-//!   `extract`/`date_part` returning BIGINT (DuckDB, Trino) instead of Int32;
+//! - exact plan rewrites where it has none: integer and decimal `/` computed in DOUBLE
+//!   (DuckDB), `extract`/`date_part` returning BIGINT (DuckDB, Trino) instead of Int32, `sum`
+//!   of decimals as DECIMAL(38, s) (DuckDB, Trino) and of integers as DECIMAL(38, 0)
+//!   (DuckDB's HUGEINT), `avg` of decimals in DOUBLE (DuckDB): each an argument cast that
+//!   leaves the aggregate's values as they were and gives the target's result type;
 //! - a warning naming the construct where neither is exact (`difference` entries), so the
 //!   local answer is known to possibly differ from the warehouse's.
 //!
@@ -32,10 +35,23 @@ pub struct Semantics {
     /// `truncate` (DataFusion, Trino, PostgreSQL) or `float` (DuckDB: integer `/` is DOUBLE).
     #[serde(default)]
     pub integer_division: Option<String>,
+    /// `float` (DuckDB): `/` with decimal operands (and integers) is DOUBLE division.
+    #[serde(default)]
+    pub decimal_division: Option<String>,
     /// The type `extract`/`date_part` returns for integral fields (`bigint`), where it is not
     /// DataFusion's Int32.
     #[serde(default)]
     pub extract: Option<String>,
+    /// `decimal(38)` (DuckDB, Trino): `sum` of DECIMAL(p, s) is DECIMAL(38, s), not
+    /// DataFusion's DECIMAL(p + 10, s).
+    #[serde(default)]
+    pub sum_decimal: Option<String>,
+    /// `decimal(38,0)` (DuckDB: HUGEINT): `sum` of an integer column, not BIGINT.
+    #[serde(default)]
+    pub sum_integer: Option<String>,
+    /// `double` (DuckDB): `avg` of a decimal is DOUBLE, not DECIMAL(p + 4, s + 4).
+    #[serde(default)]
+    pub avg_decimal: Option<String>,
     /// Constructs the local engine computes differently and cannot rewrite exactly.
     #[serde(default, rename = "difference")]
     pub differences: Vec<Difference>,
@@ -76,9 +92,17 @@ impl Semantics {
                 return Err(format!("unknown integer_division `{d}`"));
             }
         }
-        if let Some(e) = &self.extract {
-            if e != "bigint" {
-                return Err(format!("unsupported extract type `{e}` (only `bigint`)"));
+        for (key, value, allowed) in [
+            ("decimal_division", &self.decimal_division, "float"),
+            ("extract", &self.extract, "bigint"),
+            ("sum_decimal", &self.sum_decimal, "decimal(38)"),
+            ("sum_integer", &self.sum_integer, "decimal(38,0)"),
+            ("avg_decimal", &self.avg_decimal, "double"),
+        ] {
+            if let Some(v) = value {
+                if v != allowed {
+                    return Err(format!("unsupported {key} `{v}` (only `{allowed}`)"));
+                }
             }
         }
         for d in &self.differences {
@@ -124,9 +148,38 @@ impl Semantics {
         self.extract.as_deref() == Some("bigint")
     }
 
+    /// Whether any rewrite applies.
+    fn rewrites(&self) -> bool {
+        self.float_division()
+            || self.decimal_division.is_some()
+            || self.bigint_extract()
+            || self.sum_decimal.is_some()
+            || self.sum_integer.is_some()
+            || self.avg_decimal.is_some()
+    }
+
+    /// The type an aggregate's argument is cast to so that the aggregate returns the target's
+    /// type (the values stay those of the uncast argument): DECIMAL(38, s) for `sum` of a
+    /// decimal (DataFusion's sum of DECIMAL(38, s) is DECIMAL(38, s)), DECIMAL(38, 0) for
+    /// `sum` of an integer, DOUBLE for `avg` of a decimal.
+    fn aggregate_argument(&self, function: &str, argument: &DataType) -> Option<DataType> {
+        match (function, argument) {
+            ("sum", DataType::Decimal128(p, s)) if self.sum_decimal.is_some() && *p < 38 => {
+                Some(DataType::Decimal128(38, *s))
+            }
+            ("sum", t) if self.sum_integer.is_some() && t.is_integer() => {
+                Some(DataType::Decimal128(38, 0))
+            }
+            ("avg", DataType::Decimal128(..)) if self.avg_decimal.is_some() => {
+                Some(DataType::Float64)
+            }
+            _ => None,
+        }
+    }
+
     /// `plan` with the exact rewrites applied (output names kept).
     pub fn rewrite(&self, plan: LogicalPlan) -> Result<LogicalPlan> {
-        if !self.float_division() && !self.bigint_extract() {
+        if !self.rewrites() {
             return Ok(plan);
         }
         plan.transform_up_with_subqueries(|node| {
@@ -144,12 +197,27 @@ impl Semantics {
 
     fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let integer = |x: &Expr| x.get_type(schema).is_ok_and(|t| t.is_integer());
+        let exact = |x: &Expr| {
+            x.get_type(schema)
+                .is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..)))
+        };
+        let decimal = |x: &Expr| {
+            x.get_type(schema)
+                .is_ok_and(|t| matches!(t, DataType::Decimal128(..)))
+        };
+        let float_division = |l: &Expr, r: &Expr| {
+            (self.float_division() && integer(l) && integer(r))
+                || (self.decimal_division.is_some()
+                    && exact(l)
+                    && exact(r)
+                    && (decimal(l) || decimal(r)))
+        };
         match e {
             Expr::BinaryExpr(BinaryExpr {
                 left,
                 op: Operator::Divide,
                 right,
-            }) if self.float_division() && integer(&left) && integer(&right) => {
+            }) if float_division(&left, &right) => {
                 Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                     left: Box::new(cast(*left, DataType::Float64)),
                     op: Operator::Divide,
@@ -162,6 +230,26 @@ impl Semantics {
                     && e.get_type(schema).is_ok_and(|t| t == DataType::Int32) =>
             {
                 Ok(Transformed::yes(cast(e, DataType::Int64)))
+            }
+            Expr::AggregateFunction(AggregateFunction { func, mut params })
+                if params.args.len() == 1 =>
+            {
+                let to = params.args[0]
+                    .get_type(schema)
+                    .ok()
+                    .and_then(|t| self.aggregate_argument(func.name(), &t));
+                match to {
+                    Some(to) => {
+                        let arg = params.args.remove(0);
+                        params.args.push(cast(arg, to));
+                        Ok(Transformed::yes(Expr::AggregateFunction(
+                            AggregateFunction { func, params },
+                        )))
+                    }
+                    None => Ok(Transformed::no(Expr::AggregateFunction(
+                        AggregateFunction { func, params },
+                    ))),
+                }
             }
             other => Ok(Transformed::no(other)),
         }
