@@ -306,14 +306,18 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
         let engine = engine.expect("opened above");
         return print_model_sql(c, i, engine.as_ref(), json);
     }
-    let recorded = match (&store, &binding) {
-        (Ok(store), Some(b)) => b.recorded(store.as_ref(), &m.id).await.ok().flatten(),
-        (Ok(store), None) => store
-            .materializations(LOCAL_ENVIRONMENT)
-            .await
-            .ok()
-            .and_then(|mut all| all.remove(&m.id)),
-        (Err(_), _) => None,
+    // A state that cannot be read shows as nothing recorded.
+    let recorded = match &store {
+        Ok(store) => phlo_transform_exec::explain::recorded(
+            binding.as_ref(),
+            LOCAL_ENVIRONMENT,
+            store.as_ref(),
+            &m.id,
+        )
+        .await
+        .ok()
+        .flatten(),
+        Err(_) => None,
     };
     let adapter = engine
         .as_ref()

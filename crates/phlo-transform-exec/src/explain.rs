@@ -1,11 +1,15 @@
-//! The `explain <model>` report (SPEC §80): identity, dependencies, recorded state and the
-//! build decision with the same structured reasons `plan` gives.
+//! `explain <model>` (SPEC §80): identity, dependencies, recorded state and the build
+//! decision with the same structured reasons `plan` gives.
 
-use phlo_transform_compiler::Dependency;
+use crate::environments::Binding;
+use phlo_transform_adapter::Adapter;
+use phlo_transform_compiler::{Compilation, Dependency};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::schema_change::SchemaChange;
-use phlo_transform_plan::PlannedModel;
+use phlo_transform_plan::{PlannedModel, SelectorSpec};
 use phlo_transform_project::Materialization;
-use phlo_transform_state::MaterializedVersion;
+use phlo_transform_state::{MaterializedVersion, StateStore};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -23,4 +27,71 @@ pub struct Explanation {
     /// `None` for an ephemeral model: it is inlined, never planned.
     pub planned: Option<PlannedModel>,
     pub schema_change: Option<SchemaChange>,
+}
+
+/// The version of model `model_id` recorded for the environment `binding` binds (its own
+/// record, else the one it inherits), or without a binding for `environment`.
+pub async fn recorded(
+    binding: Option<&Binding>,
+    environment: &str,
+    store: &dyn StateStore,
+    model_id: &str,
+) -> Result<Option<MaterializedVersion>, Diagnostic> {
+    match binding {
+        Some(b) => b.recorded(store, model_id).await,
+        None => store
+            .materializations(environment)
+            .await
+            .map(|mut all| all.remove(model_id))
+            .map_err(|e| {
+                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
+                    .with_help("check the state database")
+            }),
+    }
+}
+
+/// Explains model `i` of `c` (which compiles): its recorded version, and the decision and
+/// reasons of planning it with its dependencies (selector `+model`), exactly as
+/// `plan +model` would — in `binding`'s environment, or without one in `environment`.
+pub async fn explain(
+    c: &Compilation,
+    i: usize,
+    binding: Option<&Binding>,
+    environment: &str,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+) -> Result<Explanation, Vec<Diagnostic>> {
+    let m = &c.models[i];
+    let recorded = recorded(binding, environment, store, &m.id)
+        .await
+        .map_err(|d| vec![d])?;
+    let spec = SelectorSpec {
+        include: vec![format!("+{}", m.name)],
+        ..SelectorSpec::default()
+    };
+    let plan = match binding {
+        Some(b) => crate::planning::make_plan_bound(c, b, engine, store, &spec).await?,
+        None => crate::planning::make_plan(c, environment, engine, store, &spec).await?,
+    };
+    Ok(Explanation {
+        name: m.name.to_string(),
+        uri: m.name.uri(),
+        id: m.id.clone(),
+        path: m.path.clone(),
+        materialization: m.materialization,
+        depends_on: c.dependencies(i),
+        version: m.version.as_ref().map(|v| v.version.clone()),
+        recorded,
+        environment: binding.map_or(environment.to_string(), |b| b.environment.clone()),
+        planned: plan
+            .models
+            .iter()
+            .find(|p| p.name == m.name.as_str())
+            .cloned(),
+        schema_change: plan
+            .schema_changes
+            .iter()
+            .find(|s| s.model == m.name.as_str())
+            .cloned(),
+    })
 }
