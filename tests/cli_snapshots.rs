@@ -52,6 +52,8 @@ const STEPS: &[(&str, &[&str])] = &[
     ("rollback_model", &["rollback", "shop.daily", "--to", "0"]),
     ("explain_code", &["explain-code", "C006"]),
     ("unknown_model", &["inspect", "shop.dialy"]),
+    // The error that stopped it first, then the warnings met before it.
+    ("lineage_unknown", &["lineage", "shop.dialy"]),
 ];
 
 /// Then with a model that does not compile (it reads a column that does not exist).
