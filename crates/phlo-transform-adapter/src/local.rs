@@ -349,7 +349,7 @@ impl LocalEngine {
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
         self.register(name, Arc::new(ViewTable::new(plan, Some(sql))))?;
         // A model that was a table before is a view now: its old Delta table goes.
-        if old_table.join("_delta_log").is_dir() {
+        if phlo_transform_lakehouse::delta_log::log_dir(&old_table).is_dir() {
             let _ = std::fs::remove_dir_all(old_table.as_path());
         }
         Ok(MaterializeOutcome::default())

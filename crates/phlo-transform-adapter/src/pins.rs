@@ -4,6 +4,7 @@
 //! version; the identity of a version is a digest of its commit file, so a table deleted and
 //! written again (same version number, other contents) never passes for the pinned one.
 
+use phlo_transform_lakehouse::delta_log::{self, commit_file};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -30,27 +31,17 @@ pub struct Pin {
     pub delta_version: Option<i64>,
 }
 
-fn commit_file(table: &Path, version: i64) -> PathBuf {
-    table.join("_delta_log").join(format!("{version:020}.json"))
-}
-
 /// The newest committed version of the table at `table`, from its log's commit files.
 pub fn latest_version(table: &Path) -> Option<i64> {
-    std::fs::read_dir(table.join("_delta_log"))
-        .ok()?
-        .filter_map(|e| {
-            let name = e.ok()?.file_name();
-            let stem = name.to_str()?.strip_suffix(".json")?.to_string();
-            (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| stem.parse().ok())?
-        })
-        .max()
+    let version = delta_log::latest_version(table).ok()??;
+    i64::try_from(version).ok()
 }
 
 /// The identity of version `version` of the table at `table`: 16 hex digits of SHA-256 of
 /// its commit file; `None` when that commit is not in the log.
 pub fn commit_identity(table: &Path, version: i64) -> Option<String> {
-    let digest = phlo_transform_core::hash::sha256_file(&commit_file(table, version)).ok()?;
+    let commit = commit_file(table, u64::try_from(version).ok()?);
+    let digest = phlo_transform_core::hash::sha256_file(&commit).ok()?;
     Some(format!("delta-commit:{}", &digest[..16]))
 }
 

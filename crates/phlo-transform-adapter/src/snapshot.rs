@@ -3,6 +3,7 @@
 
 use datafusion::catalog::TableProvider;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_lakehouse::delta_log;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -73,10 +74,7 @@ impl LocalEngine {
 
     /// Every commit still in the model's log (JSON commit files), oldest first.
     pub fn table_versions(&self, model: &str) -> Result<Vec<TableVersion>, AdapterError> {
-        let log = self
-            .read_location(&self.relation_name(model))?
-            .0
-            .join("_delta_log");
+        let table = self.read_location(&self.relation_name(model))?.0;
         let unreadable = |e: std::io::Error| {
             err(
                 codes::RELATION_UNAVAILABLE,
@@ -84,24 +82,15 @@ impl LocalEngine {
             )
         };
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(&log).map_err(unreadable)? {
-            let path = entry.map_err(unreadable)?.path();
-            let Some(version) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-                .and_then(|n| n.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            let text = std::fs::read_to_string(&path).map_err(unreadable)?;
+        for commit in delta_log::commits(&table).map_err(unreadable)? {
+            let text = std::fs::read_to_string(&commit.path).map_err(unreadable)?;
             let info = text
                 .lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
                 .find_map(|v| v.get("commitInfo").cloned())
                 .unwrap_or_default();
             out.push(TableVersion {
-                delta_version: version,
+                delta_version: commit.version,
                 model_version: info
                     .get("phlo.model_version")
                     .and_then(|v| v.as_str())
@@ -113,7 +102,6 @@ impl LocalEngine {
                     .map(str::to_string),
             });
         }
-        out.sort_by_key(|v| v.delta_version);
         Ok(out)
     }
 }

@@ -6,6 +6,7 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::hash::sha256_file;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_lakehouse::delta_log;
 use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
 use serde::Serialize;
 
@@ -199,15 +200,8 @@ fn identify(source: &SourceDecl) -> Result<(String, PathBuf), String> {
 
 /// Latest committed version: the highest `NNNNN.json` in `_delta_log`.
 fn delta_version(dir: &Path) -> Result<u64, String> {
-    let log = dir.join("_delta_log");
-    let entries = std::fs::read_dir(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            name.strip_suffix(".json")?.parse::<u64>().ok()
-        })
-        .max()
+    delta_log::latest_version(dir)
+        .map_err(|e| format!("{}: {e}", delta_log::log_dir(dir).display()))?
         .ok_or_else(|| "the Delta log has no commits".to_string())
 }
 

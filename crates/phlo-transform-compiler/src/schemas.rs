@@ -5,6 +5,7 @@
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use phlo_transform_lakehouse::delta_log;
 use phlo_transform_project::SourceFormat;
 use serde_json::Value;
 use std::path::Path;
@@ -81,18 +82,9 @@ fn csv_schema(path: &Path) -> Result<Schema, String> {
 /// The newest `metaData` action in the JSON log (tables whose log was compacted into a
 /// checkpoint without later JSON commits carrying metadata are reported unknown).
 fn delta_schema(dir: &Path) -> Result<Schema, String> {
-    let log = dir.join("_delta_log");
-    let mut commits: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(&log)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            Some((name.strip_suffix(".json")?.parse().ok()?, e.path()))
-        })
-        .collect();
-    commits.sort();
-    for (_, path) in commits.iter().rev() {
-        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let commits = delta_log::commits(dir).map_err(|e| e.to_string())?;
+    for commit in commits.iter().rev() {
+        let text = std::fs::read_to_string(&commit.path).map_err(|e| e.to_string())?;
         for line in text.lines() {
             let action: Value =
                 serde_json::from_str(line).map_err(|e| format!("invalid Delta log entry: {e}"))?;

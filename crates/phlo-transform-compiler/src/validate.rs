@@ -4,6 +4,7 @@
 //! Parquet file cut short, a Delta log entry that is not JSON.
 
 use datafusion::arrow::csv::reader::{Format, ReaderBuilder};
+use phlo_transform_lakehouse::delta_log;
 use phlo_transform_project::SourceFormat;
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -152,23 +153,12 @@ fn parquet(path: &Path) -> Result<(), Unreadable> {
 /// Every JSON commit after the latest checkpoint must be JSON lines (the engine replays them
 /// all).
 fn delta_log(table: &Path) -> Result<(), Unreadable> {
-    let log = table.join("_delta_log");
-    let checkpoint = std::fs::read_to_string(log.join("_last_checkpoint"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("version").and_then(serde_json::Value::as_u64));
-    let entries = std::fs::read_dir(&log).map_err(|e| Unreadable::new(e.to_string()))?;
-    let mut commits: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let version = name.strip_suffix(".json")?.parse::<u64>().ok()?;
-            Some((version, e.path()))
-        })
-        .filter(|(v, _)| checkpoint.is_none_or(|c| *v > c))
-        .collect();
-    commits.sort();
-    for (_, path) in commits {
+    let checkpoint = delta_log::last_checkpoint(table);
+    let commits = delta_log::commits(table).map_err(|e| Unreadable::new(e.to_string()))?;
+    for delta_log::Commit { path, .. } in commits
+        .into_iter()
+        .filter(|c| checkpoint.is_none_or(|v| c.version > v))
+    {
         let text = std::fs::read_to_string(&path).map_err(|e| Unreadable::new(e.to_string()))?;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {

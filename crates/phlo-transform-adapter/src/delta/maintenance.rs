@@ -46,7 +46,7 @@ pub async fn after_write(
     let Some(every) = settings.compact_every.filter(|n| *n > 0) else {
         return Ok(());
     };
-    let Some(table) = super::open(path).await? else {
+    let Some(table) = super::table::open(path).await? else {
         return Ok(());
     };
     let history = table

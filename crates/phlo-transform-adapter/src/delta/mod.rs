@@ -17,10 +17,11 @@
 
 mod change;
 mod guarantees;
-mod log;
 mod maintenance;
+mod table;
 
-pub use log::has_commit;
+pub use phlo_transform_lakehouse::delta_log::has_commit;
+pub use table::open;
 
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::dataframe::DataFrame;
@@ -51,20 +52,6 @@ const CONSTRAINT_PREFIX: &str = "delta.constraints.";
 pub struct Written {
     pub already_committed: bool,
     pub description: String,
-}
-
-/// Opens the table at `path`; `None` when there is none (no `_delta_log`, or one without a
-/// commit: [`log`]).
-pub async fn open(path: &Path) -> Result<Option<DeltaTable>, AdapterError> {
-    if !has_commit(path) {
-        return Ok(None);
-    }
-    let url =
-        deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|e| io_err(e.to_string()))?;
-    deltalake::open_table(url)
-        .await
-        .map(Some)
-        .map_err(|e| io_err(format!("opening {}: {e}", path.display())))
 }
 
 /// The strategy label the table at `path` was built with.
