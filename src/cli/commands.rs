@@ -8,14 +8,14 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect::{ModelInspection, ModelSql, SourceInspection};
 use phlo_transform_plan::list::ListReport;
-use phlo_transform_plan::{BlockedPlan, Decision, Plan, SelectorSpec};
+use phlo_transform_plan::{BlockedPlan, CompileErrorBlocking, Plan, SelectorSpec};
 use std::collections::BTreeSet;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::render::{Output, Report};
 use super::{
-    compile, compile_refreshed, local_default_schema, open_state, open_state_read_only, render,
-    Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    compile, compile_refreshed, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
+    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
@@ -419,7 +419,14 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         }
         Err(d) => return out.fail([d]),
     };
-    let p = match super::make_plan(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await
+    let p = match phlo_transform_exec::planning::make_plan_in(
+        c,
+        binding.as_ref(),
+        engine.as_ref(),
+        store.as_ref(),
+        spec,
+    )
+    .await
     {
         Ok(p) => p,
         Err(diags) => return out.fail(diags),
@@ -494,16 +501,11 @@ pub async fn run(
     out.diagnostics(c.diagnostics.iter().cloned());
     let mut blocked = false;
     if c.has_errors() {
-        let planned = match open_state(paths).await {
+        let judged = match open_state(paths).await {
             Ok(store) => {
-                let engine = phlo_transform_adapter::LocalEngine::unregistered(
-                    &paths.warehouse,
-                    local_default_schema(c).as_deref(),
-                );
-                phlo_transform_exec::planning::make_plan(
+                phlo_transform_exec::planning::compile_error_blocking(
                     c,
-                    LOCAL_ENVIRONMENT,
-                    &engine,
+                    &paths.warehouse,
                     store.as_ref(),
                     spec,
                 )
@@ -511,14 +513,13 @@ pub async fn run(
             }
             Err(d) => Err(vec![d]),
         };
-        let p = match planned {
-            Ok(p) => p,
+        match judged {
+            Ok(CompileErrorBlocking::All) => {
+                // Nothing selected can run: refused, as for a workspace that does not compile.
+                return compile_failed(c, out);
+            }
+            Ok(blocking) => blocked = blocking == CompileErrorBlocking::Part,
             Err(diags) => return out.fail(diags),
-        };
-        blocked = p.models.iter().any(blocked_by_compile_errors);
-        if p.models.iter().all(blocked_by_compile_errors) {
-            // Nothing selected can run: refused, as for a workspace that does not compile.
-            return compile_failed(c, out);
         }
     }
     let code = execute_plan(paths, c, &exec, out, "run", spec, |p| {
@@ -539,15 +540,6 @@ pub async fn run(
         return EXIT_ERRORS;
     }
     code
-}
-
-/// A planned model that cannot build because of compile errors (its own, an upstream's, or a
-/// source's).
-fn blocked_by_compile_errors(m: &phlo_transform_plan::PlannedModel) -> bool {
-    m.decision == Decision::Blocked
-        && m.reasons
-            .iter()
-            .any(|r| r.kind == phlo_transform_plan::ReasonKind::UnknownState)
 }
 
 /// Executes exactly the stored plan `plan_id`, or rejects it as stale when planning again now
@@ -598,30 +590,9 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         jobs: Some(1),
         ..ExecutionArgs::default()
     });
-    execute_plan(
-        paths,
-        c,
-        &one_at_a_time,
-        out,
-        "test",
-        spec,
-        |mut p| -> Result<Plan, Diagnostic> {
-            for m in &mut p.models {
-                if m.decision == Decision::Build {
-                    let never = m
-                        .reasons
-                        .iter()
-                        .any(|r| r.kind == phlo_transform_plan::ReasonKind::MissingRelation);
-                    m.decision = if never {
-                        Decision::Blocked
-                    } else {
-                        Decision::Skip
-                    };
-                }
-            }
-            Ok(p)
-        },
-    )
+    execute_plan(paths, c, &one_at_a_time, out, "test", spec, |p| {
+        Ok(phlo_transform_plan::for_tests(p))
+    })
     .await
 }
 
@@ -707,9 +678,15 @@ async fn execute_plan_leased(
         Err(d) => return out.fail([d]),
     };
     out.diagnostics(engine_diags);
-    let p = match super::make_plan(c, binding, engine.as_ref(), store.as_ref(), spec)
-        .await
-        .and_then(|p| adjust(p).map_err(|d| vec![d]))
+    let p = match phlo_transform_exec::planning::make_plan_in(
+        c,
+        binding,
+        engine.as_ref(),
+        store.as_ref(),
+        spec,
+    )
+    .await
+    .and_then(|p| adjust(p).map_err(|d| vec![d]))
     {
         Ok(p) => p,
         Err(diags) => return out.fail(diags),

@@ -6,12 +6,13 @@ use phlo_transform_adapter::Adapter;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_plan::{Plan, PlanInputs, SelectorSpec};
+use phlo_transform_plan::{CompileErrorBlocking, Plan, PlanInputs, SelectorSpec};
 use phlo_transform_state::{MaterializedVersion, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
 
 use crate::environments::binding::Inherited;
-use crate::environments::Binding;
+use crate::environments::{local_default_schema, Binding, MAIN_ENVIRONMENT};
 
 /// The recorded state of the environment and the relations that exist, as the planner reads
 /// them.
@@ -182,6 +183,39 @@ pub async fn make_plan_bound(
         .await
         .map_err(|d| vec![d])?;
     plan_with(c, engine, &view, spec)
+}
+
+/// Plans in `binding`'s environment when there is one, else in the one environment of an
+/// adapter without environments (recorded as the main environment's).
+pub async fn make_plan_in(
+    c: &Compilation,
+    binding: Option<&Binding>,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    spec: &SelectorSpec,
+) -> Result<Plan, Vec<Diagnostic>> {
+    match binding {
+        Some(b) => make_plan_bound(c, b, engine, store, spec).await,
+        None => make_plan(c, MAIN_ENVIRONMENT, engine, store, spec).await,
+    }
+}
+
+/// What compile errors leave of a run of `spec` over `c`, a compilation with errors (SPEC
+/// §63). Judged on a plan made in the main environment with the embedded engine's naming over
+/// `warehouse`, opening nothing: the blocked models are those compile errors reach, whatever
+/// the target.
+pub async fn compile_error_blocking(
+    c: &Compilation,
+    warehouse: &Path,
+    store: &dyn StateStore,
+    spec: &SelectorSpec,
+) -> Result<CompileErrorBlocking, Vec<Diagnostic>> {
+    let engine = phlo_transform_adapter::LocalEngine::unregistered(
+        warehouse,
+        local_default_schema(c).as_deref(),
+    );
+    let p = make_plan(c, MAIN_ENVIRONMENT, &engine, store, spec).await?;
+    Ok(phlo_transform_plan::compile_error_blocking(&p))
 }
 
 fn plan_with(

@@ -270,7 +270,7 @@ impl<'a> Scheduler<'a> {
         if let Some(job) = self.jobs.get(&i) {
             return Some(job.clone());
         }
-        let job = Arc::new(crate::materialize_job(
+        let job = Arc::new(crate::jobs::materialize_job(
             self.c,
             &self.plan.models[i],
             self.adapter.as_ref(),
@@ -382,7 +382,7 @@ impl<'a> Scheduler<'a> {
                 // The materialised version first: a run killed between the two writes leaves
                 // a version recorded by this run, which `--resume` counts as passed; the other
                 // order would leave a pass the planner knows nothing of.
-                crate::record_materialization(
+                crate::jobs::record_materialization(
                     self.c,
                     &self.plan.models[i],
                     &self.recorder.run_id,

@@ -79,7 +79,7 @@ pub(crate) async fn run_tests(
 ) -> Result<Vec<TestResult>, StateError> {
     let by_name: HashMap<&str, &CompiledTest> =
         c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
-    let physical = |t: &Target| crate::physical_parts(c, adapter, t);
+    let physical = |t: &Target| crate::jobs::physical_parts(c, adapter, t);
     let mut out = Vec::new();
     for planned in &plan.tests {
         let test = by_name[planned.name.as_str()];

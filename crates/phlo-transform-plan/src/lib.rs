@@ -9,6 +9,7 @@ mod freshness;
 mod git;
 pub mod list;
 mod reasons;
+mod rewrite;
 pub mod schema_change;
 mod selector;
 mod stored;
@@ -17,17 +18,22 @@ pub use blocked::BlockedPlan;
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};
+pub use rewrite::{compile_error_blocking, for_tests, with_full_refresh, CompileErrorBlocking};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
-pub use stored::{read_stored, staleness, PLAN_FORMAT};
+pub use stored::{read_stored, staleness};
 
 use phlo_transform_compiler::{Compilation, SqlChange};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::Diagnostic;
+use phlo_transform_core::{Diagnostic, Fingerprint};
 use phlo_transform_project::config::BreakingChanges;
 use phlo_transform_project::{strategy_label, Materialization};
 use phlo_transform_state::MaterializedVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The format of stored plans. Raise it when [`Plan`]'s meaning changes, so that `apply`
+/// refuses a plan written by another version instead of misreading it.
+pub const PLAN_FORMAT: u32 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -291,7 +297,7 @@ pub fn plan(
             Decision::Blocked => summary.blocked += 1,
         }
     }
-    let plan_id = stored::plan_id(inputs, &models);
+    let plan_id = plan_id(inputs, &models);
     let building: HashSet<&str> = models
         .iter()
         .filter(|m| m.decision == Decision::Build)
@@ -324,32 +330,24 @@ pub fn plan(
     })
 }
 
-/// `run --full-refresh`: every selected incremental model is rebuilt in full, changed or not.
-pub fn with_full_refresh(mut p: Plan) -> Plan {
-    for m in &mut p.models {
-        let selected = matches!(m.membership, Membership::Selected | Membership::Expanded);
-        if !selected || m.materialization != Materialization::Incremental {
-            continue;
-        }
-        if m.decision == Decision::Skip {
-            m.decision = Decision::Build;
-            m.reasons.clear();
-            p.summary.skip -= 1;
-            p.summary.build += 1;
-        }
-        if m.decision == Decision::Build {
-            m.full_rebuild = true;
-            m.reasons.insert(
-                0,
-                Reason::new(
-                    ReasonKind::Forced,
-                    "full refresh requested (--full-refresh)",
-                    None,
-                ),
-            );
-        }
+/// The plan id: a fingerprint of what the plan would do, over stable labels only (never a
+/// `Debug` rendering), so the same decisions give the same id across releases.
+fn plan_id(inputs: &PlanInputs<'_>, models: &[PlannedModel]) -> String {
+    let mut f = Fingerprint::new("phlo-transform/plan/2");
+    f.field("environment", inputs.environment)
+        .field("adapter", inputs.adapter);
+    for m in models {
+        f.field("model", &m.name)
+            .field("membership", m.membership.label())
+            .field("decision", m.decision.label())
+            .field("version", m.version.as_deref().unwrap_or("-"))
+            .field("previous", m.previous_version.as_deref().unwrap_or("-"));
     }
-    p
+    for s in inputs.freshness {
+        f.field("source", &s.source)
+            .field("freshness", s.status.label());
+    }
+    f.finish()[..16].to_string()
 }
 
 /// Adjusts the state decision of a model to how it belongs to the selection: `--force`

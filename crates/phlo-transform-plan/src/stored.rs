@@ -1,34 +1,10 @@
-//! Plans as stored by `plan` and read back by `apply`: the plan id over a stable encoding, the
-//! stored format, and whether a stored plan still holds (SPEC §36–40: `apply` executes exactly
+//! Plans as stored by `plan` and read back by `apply`: the stored format, and whether a stored
+//! plan still holds (SPEC §36–40: `apply` executes exactly
 //! the reviewed plan or refuses it as stale).
 
-use crate::{Decision, Plan, PlanInputs, PlannedModel};
+use crate::{Decision, Plan, PLAN_FORMAT};
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{Diagnostic, Fingerprint};
-
-/// The format of stored plans. Raise it when [`Plan`]'s meaning changes, so that `apply`
-/// refuses a plan written by another version instead of misreading it.
-pub const PLAN_FORMAT: u32 = 2;
-
-/// The plan id: a fingerprint of what the plan would do, over stable labels only (never a
-/// `Debug` rendering), so the same decisions give the same id across releases.
-pub(crate) fn plan_id(inputs: &PlanInputs<'_>, models: &[PlannedModel]) -> String {
-    let mut f = Fingerprint::new("phlo-transform/plan/2");
-    f.field("environment", inputs.environment)
-        .field("adapter", inputs.adapter);
-    for m in models {
-        f.field("model", &m.name)
-            .field("membership", m.membership.label())
-            .field("decision", m.decision.label())
-            .field("version", m.version.as_deref().unwrap_or("-"))
-            .field("previous", m.previous_version.as_deref().unwrap_or("-"));
-    }
-    for s in inputs.freshness {
-        f.field("source", &s.source)
-            .field("freshness", s.status.label());
-    }
-    f.finish()[..16].to_string()
-}
+use phlo_transform_core::Diagnostic;
 
 /// Reads the body the state store holds for `plan_id` (`None`: no such plan). A body that does
 /// not parse, or is of another format, is an explicit L003, never "no stored plan".

@@ -3,10 +3,8 @@
 //! password is named by the environment variable holding it (`password_env`).
 
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::{did_you_mean, Diagnostic};
+use phlo_transform_core::Diagnostic;
 use serde::Deserialize;
-
-use crate::Workspace;
 
 /// One target's settings, as written.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -22,7 +20,7 @@ pub struct AdapterSection {
     /// Name of the environment variable holding the password.
     pub password_env: Option<String>,
     /// Schema every model is written to instead of one schema per namespace; `[transform]
-    /// default_schema` when unset (see [`Workspace::adapter_target`]).
+    /// default_schema` when unset (see `Workspace::adapter_target`).
     pub default_schema: Option<String>,
     /// trino: the catalog models are written to.
     pub catalog: Option<String>,
@@ -112,49 +110,8 @@ impl AdapterTarget {
     }
 }
 
-impl Workspace {
-    /// The target `--adapter name` chooses: `[adapters.<name>]`, or `[adapter]` (and the local
-    /// engine when there is none) without a name. `local` always names the local engine.
-    /// A target without its own `default_schema` takes `[transform] default_schema`, so the
-    /// workspace's setting places models on every engine alike. An unknown name or an invalid
-    /// target is A008.
-    pub fn adapter_target(&self, name: Option<&str>) -> Result<AdapterTarget, Diagnostic> {
-        let mut target = match name {
-            None | Some("default") => match &self.config.adapter {
-                Some(settings) => AdapterTarget {
-                    name: "default".into(),
-                    settings: settings.clone(),
-                },
-                None => AdapterTarget::local(),
-            },
-            Some("local") if !self.config.adapters.contains_key("local") => AdapterTarget::local(),
-            Some(name) => match self.config.adapters.get(name) {
-                Some(settings) => AdapterTarget {
-                    name: name.to_string(),
-                    settings: settings.clone(),
-                },
-                None => {
-                    let known = self.config.adapters.keys().map(String::as_str);
-                    return Err(Diagnostic::error(
-                        codes::UNKNOWN_ADAPTER,
-                        format!("no adapter named `{name}`"),
-                    )
-                    .with_suggestions(did_you_mean(name, known))
-                    .with_help(
-                        "declare it in phlo.toml as [adapters.<name>] (type = \"postgres\", …), or use `local`",
-                    ));
-                }
-            },
-        };
-        validate(&target)?;
-        if target.settings.default_schema.is_none() {
-            target.settings.default_schema = self.config.transform.default_schema.clone();
-        }
-        Ok(target)
-    }
-}
-
-fn validate(t: &AdapterTarget) -> Result<(), Diagnostic> {
+/// Checks a target's settings: the fields its type needs, no password in a URL. A008.
+pub(crate) fn validate(t: &AdapterTarget) -> Result<(), Diagnostic> {
     let invalid = |message: String, help: &str| {
         Err(Diagnostic::error(codes::UNKNOWN_ADAPTER, message).with_help(help.to_string()))
     };

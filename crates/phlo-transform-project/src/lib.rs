@@ -9,6 +9,7 @@ pub mod effective;
 pub mod freshness;
 pub mod maintenance;
 pub mod sources;
+mod targets;
 mod toml_error;
 
 pub use adapter::{AdapterSection, AdapterTarget, NessieSection};

@@ -5,16 +5,17 @@
 use phlo_transform_adapter::pins::{commit_identity, Pin};
 use phlo_transform_adapter::{Adapter, AdapterError, LocalEngine, Purpose};
 use phlo_transform_compiler::Compilation;
+use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::Adoptable;
 use phlo_transform_state::{
     MaterializedVersion, RefRecord, RefSwap, RefWrite, RunBinding, StateStore,
 };
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{now, stale, state_error, Environments};
+use super::{environment_of, now, own_dir, stale, state_error, unknown_ref, Environments, MAIN};
 use crate::RunReport;
 
 /// One environment as a command uses it.
@@ -216,4 +217,56 @@ impl Binding {
         }
         Ok(Some(next))
     }
+}
+
+impl Environments {
+    /// The environment `reference` (default `main`) binds a command to.
+    pub async fn bind(
+        &self,
+        reference: Option<&str>,
+        default_schema: Option<&str>,
+    ) -> Result<Binding, Diagnostic> {
+        let name = reference.unwrap_or(MAIN);
+        let recorded = self.store.refs().await.map_err(state_error)?;
+        let record = recorded.into_iter().find(|r| r.name == name);
+        if record.is_none() && name != MAIN {
+            return Err(unknown_ref(name).with_help(
+                "create it first: `phlo-transform ref create <name> --from main` (no command creates a reference as a side effect)",
+            ));
+        }
+        Ok(Binding {
+            reference: name.to_string(),
+            environment: environment_of(name),
+            warehouse: self.warehouse.clone(),
+            own_root: self.warehouse.join(own_dir(name)),
+            default_schema: default_schema.map(str::to_string),
+            record,
+        })
+    }
+}
+
+/// The environment a command on an adapter of kind `adapter_kind` runs in: `None` for
+/// adapters without environments (their one environment, as before) unless `--ref` named one,
+/// which is Y015 there: environments exist on the local engine only.
+pub async fn bind_target(
+    store: Arc<dyn StateStore>,
+    warehouse: &Path,
+    adapter_kind: &str,
+    default_schema: Option<&str>,
+    reference: Option<&str>,
+) -> Result<Option<Binding>, Diagnostic> {
+    if adapter_kind != "local" {
+        return match reference {
+            None => Ok(None),
+            Some(r) => Err(Diagnostic::error(
+                codes::ENVIRONMENTS_UNSUPPORTED,
+                format!("--ref {r}: adapter `{adapter_kind}` has no environments yet"),
+            )
+            .with_help("environments run on the embedded local engine (`--adapter local`)")),
+        };
+    }
+    Environments::new(store, warehouse)
+        .bind(reference, default_schema)
+        .await
+        .map(Some)
 }
