@@ -219,16 +219,7 @@ fn source_statements(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for ns in 0..generate::NAMESPACES {
         let ns = format!("ns{ns:02}");
-        let csv = std::fs::read_to_string(root.join(format!("sources/{ns}/seed_events.csv")))
-            .expect("the generated source");
-        let rows: Vec<String> = csv
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                format!("({}, '{}', {}, DATE '{}')", f[0], f[1], f[2], f[3])
-            })
-            .collect();
+        let rows = generate::seed_values(root, &ns);
         out.push(format!("CREATE SCHEMA {ns}"));
         out.push(format!(
             "CREATE TABLE {ns}.seed_events (id bigint, grp varchar, amount decimal(12,2), event_date date)"

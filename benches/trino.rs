@@ -25,6 +25,8 @@
 #[path = "support/generate.rs"]
 #[allow(dead_code)]
 mod generate;
+#[path = "../tests/warehouse/trino_env.rs"]
+mod trino_env;
 
 use phlo_transform_adapter::trino::client::{QueryResult, Trino, TrinoConfig};
 use serde_json::Value;
@@ -32,43 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn env_or(var: &str, default: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| default.into())
-}
-
-fn trino_url() -> String {
-    env_or("PHLO_TEST_TRINO_URL", "http://127.0.0.1:8080")
-}
-
-fn local_root() -> PathBuf {
-    std::env::var_os("PHLO_TEST_ICEBERG_LOCAL_ROOT").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/phlo-transform/services/warehouse")
-        },
-        PathBuf::from,
-    )
-}
-
-fn adapter_toml(schema: &str, user: &str) -> String {
-    format!(
-        "\n[adapter]\ntype = \"trino\"\nurl = \"{}\"\nuser = \"{user}\"\ncatalog = \"iceberg\"\n\
-         views_catalog = \"views\"\ndefault_schema = \"{schema}\"\nlocal_root = \"{}\"\n\n\
-         [adapter.nessie]\nurl = \"{}\"\n",
-        trino_url(),
-        local_root().display(),
-        env_or("PHLO_TEST_NESSIE_URL", "http://127.0.0.1:19120/api/v2"),
-    )
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}_{}_{nanos}", std::process::id())
-}
+use trino_env::{adapter_toml, env_or, trino_url, unique};
 
 fn trino(sql: &str) -> QueryResult {
     let client = Trino::new(TrinoConfig::new(
@@ -251,14 +217,7 @@ fn load_seeds(root: &Path) {
         if current.rows.first().and_then(|r| r[0].as_str()) == Some(digest.as_str()) {
             continue;
         }
-        let values: Vec<String> = csv
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                format!("({}, '{}', {}, DATE '{}')", f[0], f[1], f[2], f[3])
-            })
-            .collect();
+        let values = generate::seed_values(root, &ns);
         trino(&format!(
             "CREATE OR REPLACE TABLE iceberg.{ns}.seed_events COMMENT '{digest}' AS \
              SELECT * FROM (VALUES {}) AS t (id, grp, amount, event_date)",

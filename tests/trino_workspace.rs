@@ -14,6 +14,8 @@ mod common;
 mod rows;
 #[path = "warehouse/tpch_data.rs"]
 mod tpch_data;
+#[path = "warehouse/trino_env.rs"]
+mod trino_env;
 
 use common::{by_name, run, workspace, write_file, Output};
 use phlo_transform_adapter::trino::client::{QueryResult, Trino, TrinoConfig};
@@ -21,45 +23,8 @@ use rows::Row;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use trino_env::{adapter_toml, trino_url, unique};
 use url::Url;
-
-fn env_or(var: &str, default: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| default.into())
-}
-
-fn trino_url() -> String {
-    env_or("PHLO_TEST_TRINO_URL", "http://127.0.0.1:8080")
-}
-
-fn local_root() -> PathBuf {
-    std::env::var_os("PHLO_TEST_ICEBERG_LOCAL_ROOT").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/phlo-transform/services/warehouse")
-        },
-        PathBuf::from,
-    )
-}
-
-/// `[adapter]` for the test servers, models in schema `schema` of catalog `iceberg`.
-fn adapter_toml(schema: &str) -> String {
-    format!(
-        "\n[adapter]\ntype = \"trino\"\nurl = \"{}\"\nuser = \"phlo-test\"\ncatalog = \"iceberg\"\n\
-         views_catalog = \"views\"\ndefault_schema = \"{schema}\"\nlocal_root = \"{}\"\n\n\
-         [adapter.nessie]\nurl = \"{}\"\n",
-        trino_url(),
-        local_root().display(),
-        env_or("PHLO_TEST_NESSIE_URL", "http://127.0.0.1:19120/api/v2"),
-    )
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}_{}_{nanos}", std::process::id())
-}
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
@@ -206,7 +171,7 @@ fn tpch_models_on_trino_equal_the_local_engine() {
         "phlo.toml",
         &format!(
             "\n[transform]\ndefault_materialization = \"table\"\n{}",
-            adapter_toml(&schema)
+            adapter_toml(&schema, "phlo-test")
         ),
     );
     let report = ok(&run(ws.path(), &["run", "--json"]));
@@ -252,7 +217,7 @@ fn spec_64_partial_failure_on_trino_and_the_error_lands_on_the_model_line() {
     let schema = unique("spec64");
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(root, "phlo.toml", &adapter_toml(&schema));
+    write_file(root, "phlo.toml", &adapter_toml(&schema, "phlo-test"));
     write_file(
         root,
         "transforms/x/a.sql",
@@ -335,7 +300,7 @@ fn model_timeout_cancels_the_query_in_trino() {
     let schema = unique("timeout");
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(root, "phlo.toml", &adapter_toml(&schema));
+    write_file(root, "phlo.toml", &adapter_toml(&schema, "phlo-test"));
     // Scanning sf1000 (six billion generated rows) would take days on this machine; the
     // marker finds the query in system.runtime.queries. The timeout leaves a loaded machine
     // time to reach the CTAS (schema, introspection and the other statements come first):
@@ -413,7 +378,7 @@ fn a_run_killed_mid_write_resumes_with_one_snapshot_per_generation() {
     ));
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
-    write_file(root, "phlo.toml", &adapter_toml(&schema));
+    write_file(root, "phlo.toml", &adapter_toml(&schema, "phlo-test"));
     let models = [
         ("full", "-- @table"),
         ("app", "-- @incremental append"),

@@ -131,6 +131,21 @@ pub fn generate(dir: &Path, n: usize) -> io::Result<Summary> {
     }
 }
 
+/// The rows of the generated source `<ns>.seed_events` (`sources/<ns>/seed_events.csv` under
+/// `dir`) as SQL `VALUES` tuples `(id, 'grp', amount, DATE 'yyyy-mm-dd')`, for benches that load
+/// it into a warehouse.
+pub fn seed_values(dir: &Path, ns: &str) -> Vec<String> {
+    let csv = std::fs::read_to_string(dir.join(format!("sources/{ns}/seed_events.csv")))
+        .expect("the generated source");
+    csv.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            format!("({}, '{}', {}, DATE '{}')", f[0], f[1], f[2], f[3])
+        })
+        .collect()
+}
+
 /// The small shape described at the top of this file.
 pub fn generate_small(dir: &Path, n: usize) -> io::Result<Summary> {
     assert!(n > 0, "at least one model");

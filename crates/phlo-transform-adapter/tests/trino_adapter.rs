@@ -2,6 +2,10 @@
 //! `scripts/services.sh up` starts (catalogs `iceberg` on Nessie, `views`, `tpch`, `memory`).
 //! A test that cannot reach them fails.
 
+#[path = "../../../tests/warehouse/trino_env.rs"]
+#[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
+mod trino_env;
+
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -14,35 +18,23 @@ use phlo_transform_lakehouse::nessie::{Content, Nessie};
 use phlo_transform_project::{IncrementalStrategy, Materialization};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::time::Duration;
+use trino_env::unique;
 use url::Url;
-
-fn env_url(var: &str, default: &str) -> Url {
-    Url::parse(&std::env::var(var).unwrap_or_else(|_| default.into())).expect(var)
-}
 
 fn settings() -> TrinoSettings {
     TrinoSettings {
-        url: env_url("PHLO_TEST_TRINO_URL", "http://127.0.0.1:8080"),
+        url: Url::parse(&trino_env::trino_url()).expect("PHLO_TEST_TRINO_URL"),
         user: "phlo-test".into(),
         password: None,
         catalog: "iceberg".into(),
         views_catalog: Some("views".into()),
         default_schema: None,
         nessie: Some((
-            env_url("PHLO_TEST_NESSIE_URL", "http://127.0.0.1:19120/api/v2"),
+            Url::parse(&trino_env::nessie_url()).expect("PHLO_TEST_NESSIE_URL"),
             "main".into(),
         )),
-        local_root: Some(
-            std::env::var_os("PHLO_TEST_ICEBERG_LOCAL_ROOT").map_or_else(
-                || {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                        .join(".cache/phlo-transform/services/warehouse")
-                },
-                PathBuf::from,
-            ),
-        ),
+        local_root: Some(trino_env::local_root()),
     }
 }
 
@@ -54,14 +46,6 @@ async fn engine(views: &[&str]) -> TrinoEngine {
 
 fn client() -> Trino {
     Trino::new(TrinoConfig::new(settings().url, "phlo-test")).unwrap()
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}_{}_{nanos}", std::process::id())
 }
 
 fn parse(sql: &str) -> Query {

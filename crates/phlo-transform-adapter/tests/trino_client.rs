@@ -2,51 +2,32 @@
 //! (PHLO_TEST_TRINO_URL, PHLO_TEST_NESSIE_URL, PHLO_TEST_ICEBERG_LOCAL_ROOT override where).
 //! A test that cannot reach them fails: it does not skip.
 
+#[path = "../../../tests/warehouse/trino_env.rs"]
+#[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
+mod trino_env;
+
 use phlo_transform_adapter::trino::client::{FailureKind, Trino, TrinoConfig};
 use phlo_transform_lakehouse::nessie::{Content, Nessie, NessieErrorKind};
 use phlo_transform_lakehouse::read_table_state;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::time::Duration;
+use trino_env::{local_root, unique};
 use url::Url;
 
 fn trino_url() -> Url {
-    let url =
-        std::env::var("PHLO_TEST_TRINO_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
-    Url::parse(&url).expect("PHLO_TEST_TRINO_URL")
+    Url::parse(&trino_env::trino_url()).expect("PHLO_TEST_TRINO_URL")
 }
 
 fn nessie() -> Nessie {
-    let url = std::env::var("PHLO_TEST_NESSIE_URL")
-        .unwrap_or_else(|_| "http://127.0.0.1:19120/api/v2".into());
     Nessie::new(
-        Url::parse(&url).expect("PHLO_TEST_NESSIE_URL"),
+        Url::parse(&trino_env::nessie_url()).expect("PHLO_TEST_NESSIE_URL"),
         Duration::from_secs(10),
     )
     .unwrap()
 }
 
-fn local_root() -> PathBuf {
-    std::env::var_os("PHLO_TEST_ICEBERG_LOCAL_ROOT").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/phlo-transform/services/warehouse")
-        },
-        PathBuf::from,
-    )
-}
-
 fn trino() -> Trino {
     Trino::new(TrinoConfig::new(trino_url(), "phlo-test")).unwrap()
-}
-
-/// A schema name no other test (or earlier run) uses.
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}_{}_{nanos}", std::process::id())
 }
 
 const UNREACHABLE: &str =
