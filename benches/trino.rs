@@ -31,7 +31,7 @@ mod trino_env;
 use phlo_transform_adapter::trino::client::{QueryResult, Trino, TrinoConfig};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use trino_env::{adapter_toml, env_or, trino_url, unique};
