@@ -16,6 +16,7 @@ mod run;
 mod state;
 
 pub use check::summary_line;
+pub use codes::CodeTable;
 pub use plan::schema_changes;
 
 use phlo_transform_core::Diagnostic;
@@ -123,6 +124,15 @@ pub fn document(value: &impl Serialize) {
         "{}",
         serde_json::to_string_pretty(value).expect("documents serialise")
     );
+}
+
+/// A [`document`] with `--json`, its text otherwise.
+pub fn document_or_text(report: &impl Report, json: bool) {
+    if json {
+        document(report);
+    } else {
+        print!("{}", report.human());
+    }
 }
 
 /// Prints `d` (text or JSON) and returns the exit code of a command it stopped.
