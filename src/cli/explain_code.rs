@@ -7,7 +7,7 @@ use phlo_transform_core::diagnostic::codes;
 
 pub fn explain_code(code: Option<&str>, json: bool) -> u8 {
     let Some(code) = code else {
-        render::document_or_text(&CodeTable(&codes::ALL), json);
+        render::document_or_text(&CodeTable(codes::ALL), json);
         return EXIT_OK;
     };
     match codes::explain(code) {
