@@ -17,15 +17,20 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod catalog;
+
+use catalog::{table_columns, Catalog};
+
 use crate::naming::SchemaNaming;
 use crate::sqlgen::{self, ident, BATCH};
 use crate::{
-    Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
-    Relation, RelationInfo, RelationKind, SourceState,
+    Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
+    RelationInfo, RelationKind, SourceState,
 };
 
 pub struct DuckDbEngine {
     root: Mutex<Connection>,
+    catalog: Arc<Catalog>,
     naming: SchemaNaming,
     running: Arc<Mutex<HashMap<String, Arc<InterruptHandle>>>>,
     next: AtomicU64,
@@ -86,6 +91,7 @@ impl DuckDbEngine {
     fn on(conn: Connection, default_schema: Option<&str>) -> DuckDbEngine {
         DuckDbEngine {
             root: Mutex::new(conn),
+            catalog: Arc::default(),
             naming: SchemaNaming::new(default_schema, MAIN),
             running: Arc::default(),
             next: AtomicU64::new(1),
@@ -162,79 +168,6 @@ fn schema_and_table(r: &Relation) -> (&str, &str) {
     sqlgen::schema_and_table(r, MAIN)
 }
 
-/// Tables and views of the database file (temporary ones excluded), with their columns.
-fn catalog(
-    conn: &Connection,
-    relations: &[Relation],
-) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
-    let sql = "SELECT schema_name, table_name, 'table' AS kind, comment FROM duckdb_tables()
-                   WHERE database_name = current_database()
-               UNION ALL
-               SELECT schema_name, view_name, 'view', comment FROM duckdb_views()
-                   WHERE database_name = current_database() AND NOT internal";
-    let mut found: HashMap<(String, String), RelationInfo> = HashMap::new();
-    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .map_err(|e| failed(e, sql))?;
-    for row in rows {
-        let (schema, table, kind, comment) = row.map_err(|e| failed(e, sql))?;
-        found.insert(
-            (schema, table),
-            RelationInfo {
-                kind: if kind == "view" {
-                    RelationKind::View
-                } else {
-                    RelationKind::Table
-                },
-                columns: Some(Vec::new()),
-                strategy: sqlgen::recorded_strategy(comment),
-            },
-        );
-    }
-    let sql = "SELECT schema_name, table_name, column_name, data_type, is_nullable FROM duckdb_columns()
-               WHERE database_name = current_database() ORDER BY schema_name, table_name, column_index";
-    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, bool>(4)?,
-            ))
-        })
-        .map_err(|e| failed(e, sql))?;
-    for row in rows {
-        let (schema, table, name, data_type, nullable) = row.map_err(|e| failed(e, sql))?;
-        if let Some(cols) = found
-            .get_mut(&(schema, table))
-            .and_then(|i| i.columns.as_mut())
-        {
-            cols.push(ColumnInfo {
-                name,
-                data_type,
-                nullable,
-            });
-        }
-    }
-    Ok(relations
-        .iter()
-        .map(|r| {
-            let (s, t) = schema_and_table(r);
-            found.get(&(s.to_string(), t.to_string())).cloned()
-        })
-        .collect())
-}
-
 /// DuckDB binds views by name, so dropping a table keeps the views over it (no CASCADE).
 fn drop_existing(target: &Relation, existing: Option<RelationKind>) -> Option<String> {
     sqlgen::drop_existing(target, existing, false)
@@ -255,11 +188,43 @@ fn schema_statement(relation: &Relation) -> String {
 /// namespace built at once would both create it inside their transactions, and DuckDB
 /// refuses the second commit ("Catalog write-write conflict on create"). Here a conflict only
 /// means the other connection created it, which the repeated `IF NOT EXISTS` then sees.
-fn ensure_schema(conn: &Connection, relation: &Relation) -> Result<(), AdapterError> {
+fn ensure_schema(
+    conn: &Connection,
+    relation: &Relation,
+    catalog: &Catalog,
+) -> Result<(), AdapterError> {
+    let schema = schema_and_table(relation).0;
+    if catalog.has_schema(conn, schema)? {
+        return Ok(());
+    }
     let sql = schema_statement(relation);
     match run(conn, &sql) {
         Err(e) if e.retryable => run(conn, &sql),
         other => other,
+    }?;
+    catalog.created_schema(schema);
+    Ok(())
+}
+
+/// Runs `statements` (writing `relation`) in one transaction and records in `catalog` what it
+/// left there: `now` when it committed; when it failed, the catalog is read again next time.
+fn write(
+    conn: &Connection,
+    statements: &[String],
+    job: Option<&MaterializeJob>,
+    catalog: &Catalog,
+    relation: &Relation,
+    now: Option<RelationInfo>,
+) -> Result<(), AdapterError> {
+    match transaction(conn, statements, job) {
+        Ok(()) => {
+            catalog.wrote(relation, now);
+            Ok(())
+        }
+        Err(e) => {
+            catalog.forget();
+            Err(e)
+        }
     }
 }
 
@@ -283,12 +248,25 @@ fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> Stri
     )
 }
 
-fn build_full(conn: &Connection, job: &MaterializeJob) -> Result<MaterializeOutcome, AdapterError> {
-    ensure_schema(conn, &job.relation)?;
-    let existing = catalog(conn, std::slice::from_ref(&job.relation))?
+fn build_full(
+    conn: &Connection,
+    job: &MaterializeJob,
+    catalog: &Catalog,
+) -> Result<MaterializeOutcome, AdapterError> {
+    ensure_schema(conn, &job.relation, catalog)?;
+    let existing = catalog
+        .lookup(conn, std::slice::from_ref(&job.relation))?
         .remove(0)
         .map(|i| i.kind);
-    transaction(conn, &full_build(job, existing), Some(job))?;
+    let built = catalog::table(job.table.label());
+    write(
+        conn,
+        &full_build(job, existing),
+        Some(job),
+        catalog,
+        &job.relation,
+        built,
+    )?;
     Ok(MaterializeOutcome {
         rows: Some(count(conn, &job.relation)?),
         write: Some("full".into()),
@@ -300,31 +278,29 @@ fn incremental(
     conn: &Connection,
     job: &MaterializeJob,
     strategy: &IncrementalStrategy,
+    catalog: &Catalog,
 ) -> Result<MaterializeOutcome, AdapterError> {
-    let existing = catalog(conn, std::slice::from_ref(&job.relation))?.remove(0);
-    let columns: Vec<String> = match existing {
+    let existing = catalog
+        .lookup(conn, std::slice::from_ref(&job.relation))?
+        .remove(0);
+    let columns = match existing {
         Some(RelationInfo {
             kind: RelationKind::Table,
-            columns: Some(columns),
             strategy: Some(label),
-        }) if label == job.table.label() => columns.into_iter().map(|c| c.name).collect(),
-        _ => return build_full(conn, job),
+            ..
+        }) if label == job.table.label() => table_columns(conn, &job.relation.quoted())?,
+        _ => return build_full(conn, job, catalog),
     };
     execute(conn, &batch_statement(job, strategy), Some(job))?;
-    let sql = "SELECT column_name FROM duckdb_columns() WHERE database_name = 'temp' AND table_name = 'phlo_batch' ORDER BY column_index";
-    let mut stmt = conn.prepare(sql).map_err(|e| failed(e, sql))?;
-    let batch: Vec<String> = stmt
-        .query_map([], |r| r.get::<_, String>(0))
-        .map_err(|e| failed(e, sql))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| failed(e, sql))?;
+    let batch = table_columns(conn, "temp.main.phlo_batch")?;
     if batch != columns {
         let _ = run(conn, &format!("DROP TABLE {BATCH}"));
-        return build_full(conn, job);
+        return build_full(conn, job, catalog);
     }
     let before = count(conn, &job.relation)?;
     let statements = sqlgen::incremental(strategy, &job.table.key, &job.relation, BATCH, &columns);
-    let applied = transaction(conn, &statements, None);
+    let kept = catalog::table(job.table.label());
+    let applied = write(conn, &statements, None, catalog, &job.relation, kept);
     let _ = run(conn, &format!("DROP TABLE {BATCH}"));
     applied?;
     let rows = count(conn, &job.relation)?;
@@ -355,8 +331,11 @@ impl Adapter for DuckDbEngine {
         relations: &[Relation],
     ) -> Result<Vec<Option<RelationInfo>>, AdapterError> {
         let relations = relations.to_vec();
-        self.on_connection(&InFlight::default(), move |conn| catalog(conn, &relations))
-            .await
+        let catalog = self.catalog.clone();
+        self.on_connection(&InFlight::default(), move |conn| {
+            catalog.lookup(conn, &relations)
+        })
+        .await
     }
 
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError> {
@@ -375,7 +354,8 @@ impl Adapter for DuckDbEngine {
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
         let job = job.clone();
-        self.on_connection(inflight, move |conn| build_full(conn, &job))
+        let catalog = self.catalog.clone();
+        self.on_connection(inflight, move |conn| build_full(conn, &job, &catalog))
             .await
     }
 
@@ -385,12 +365,16 @@ impl Adapter for DuckDbEngine {
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
         let job = job.clone();
+        let catalog = self.catalog.clone();
         self.on_connection(inflight, move |conn| {
-            ensure_schema(conn, &job.relation)?;
-            let existing = catalog(conn, std::slice::from_ref(&job.relation))?
+            ensure_schema(conn, &job.relation, &catalog)?;
+            let existing = catalog
+                .lookup(conn, std::slice::from_ref(&job.relation))?
                 .remove(0)
                 .map(|i| i.kind);
-            transaction(conn, &view_statements(&job, existing), Some(&job))?;
+            let statements = view_statements(&job, existing);
+            let view = catalog::view();
+            write(conn, &statements, Some(&job), &catalog, &job.relation, view)?;
             Ok(MaterializeOutcome::default())
         })
         .await
@@ -402,23 +386,26 @@ impl Adapter for DuckDbEngine {
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
         let job = job.clone();
+        let catalog = self.catalog.clone();
         self.on_connection(inflight, move |conn| match &job.table.incremental {
             Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
-                incremental(conn, &job, s)
+                incremental(conn, &job, s, &catalog)
             }
-            _ => build_full(conn, &job),
+            _ => build_full(conn, &job, &catalog),
         })
         .await
     }
 
     async fn drop_relation(&self, relation: &Relation) -> Result<(), AdapterError> {
         let relation = relation.clone();
+        let catalog = self.catalog.clone();
         self.on_connection(&InFlight::default(), move |conn| {
-            let existing = catalog(conn, std::slice::from_ref(&relation))?
+            let existing = catalog
+                .lookup(conn, std::slice::from_ref(&relation))?
                 .remove(0)
                 .map(|i| i.kind);
             match drop_existing(&relation, existing) {
-                Some(sql) => run(conn, &sql),
+                Some(sql) => write(conn, &[sql], None, &catalog, &relation, None),
                 None => Ok(()),
             }
         })
