@@ -225,26 +225,13 @@ pub async fn list(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
                     Ok((engine, _)) => engine,
                     Err(d) => return fatal(d, json),
                 };
-            let viewed = match &binding {
-                Some(b) => {
-                    phlo_transform_exec::planning::state_view_bound(
-                        c,
-                        b,
-                        engine.as_ref(),
-                        store.as_ref(),
-                    )
-                    .await
-                }
-                None => {
-                    phlo_transform_exec::planning::state_view(
-                        c,
-                        engine.as_ref(),
-                        store.as_ref(),
-                        LOCAL_ENVIRONMENT,
-                    )
-                    .await
-                }
-            };
+            let viewed = phlo_transform_exec::planning::state_view_in(
+                c,
+                binding.as_ref(),
+                engine.as_ref(),
+                store.as_ref(),
+            )
+            .await;
             match viewed {
                 Ok(v) => Some((v, engine)),
                 Err(d) => return fatal(d, json),

@@ -3,7 +3,7 @@
 //! commands import it, it imports none of them.
 
 use phlo_transform_adapter::{Adapter, Purpose, SchemaRead};
-use phlo_transform_compiler::{CatalogSnapshot, Compilation};
+use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
@@ -73,25 +73,9 @@ pub fn compile_refreshed(paths: &Paths) -> Result<&'static Compilation, Diagnost
 }
 
 fn compile_reading(paths: &Paths, read: SchemaRead) -> Result<&'static Compilation, Diagnostic> {
-    let mut ws = Workspace::load(&paths.root)?;
-    // The target's dialect types the models (its functions, its type names).
-    let target = ws.adapter_target(paths.adapter.as_deref())?;
-    if let Some(dialect) = target.dialect() {
-        ws.config.transform.dialect = Some(dialect.to_string());
-    }
-    // Trino: `catalog.schema.table` relations are warehouse sources typed from its metadata.
-    if target.kind() == "trino" {
-        phlo_transform_adapter::trino::add_warehouse_sources(&mut ws, &target, &paths.root)?;
-    }
-    // PostgreSQL, DuckDB: relations only the warehouse has, typed from its catalog (cached).
-    let warnings =
-        phlo_transform_adapter::add_warehouse_sources(&mut ws, &target, &paths.root, read);
-    let (catalog, mut diags) = CatalogSnapshot::load(&ws);
-    diags.extend(warnings);
-    diags.extend(phlo_transform_adapter::reserved_names(&ws, &target));
-    Ok(Box::leak(Box::new(Compilation::compile(
-        ws, catalog, diags,
-    ))))
+    let c =
+        phlo_transform_adapter::compile_for_target(&paths.root, paths.adapter.as_deref(), read)?;
+    Ok(Box::leak(Box::new(c)))
 }
 
 /// Opens the state store `--state` / `PHLO_STATE_URL` names: SQLite or PostgreSQL, the same
@@ -99,7 +83,7 @@ fn compile_reading(paths: &Paths, read: SchemaRead) -> Result<&'static Compilati
 pub async fn open_state(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
     phlo_transform_state::open(&paths.state)
         .await
-        .map_err(|e| state_unavailable(paths, e))
+        .map_err(|e| paths.state.unavailable(e))
 }
 
 /// Opens the state store for a command that only reads it (`inspect`, `explain`, `list`,
@@ -112,20 +96,7 @@ pub async fn open_state_read_only(paths: &Paths) -> Result<Arc<dyn StateStore>, 
     }
     phlo_transform_state::open_existing(&paths.state)
         .await
-        .map_err(|e| state_unavailable(paths, e))
-}
-
-/// Y001 for a state store that cannot be opened, with where to look.
-fn state_unavailable(paths: &Paths, e: phlo_transform_state::StateError) -> Diagnostic {
-    let help = match &paths.state {
-        StateLocation::Sqlite(_) => {
-            "check that the state path is writable, or pass another with --state"
-        }
-        StateLocation::Postgres(_) => {
-            "check that PostgreSQL is running, reachable at that address and that the database exists; or pass a SQLite file path with --state / PHLO_STATE_URL"
-        }
-    };
-    Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
+        .map_err(|e| paths.state.unavailable(e))
 }
 
 /// Opens the adapter `--adapter` / `[adapter]` chooses for `c`. Problems that leave it usable
@@ -137,25 +108,7 @@ async fn open_engine(
     purpose: Purpose,
 ) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
     let target = c.workspace.adapter_target(paths.adapter.as_deref())?;
-    let (engine, problems) = phlo_transform_adapter::open(&target, &paths.root, c, purpose)
-        .await
-        .map_err(|e| {
-            let help = phlo_transform_adapter::open_help(&target, &e);
-            Diagnostic::error(e.code, e.message).with_help(help)
-        })?;
-    Ok((engine, unreadable_relations(problems)))
-}
-
-/// Warnings for what an engine opened without (a source it could not register): usable, but
-/// the models reading those relations will fail.
-fn unreadable_relations(problems: Vec<phlo_transform_adapter::AdapterError>) -> Vec<Diagnostic> {
-    problems
-        .into_iter()
-        .map(|p| {
-            Diagnostic::warning(p.code, p.message)
-                .with_help("models reading this relation will fail until it can be read")
-        })
-        .collect()
+    phlo_transform_adapter::open_diagnosed(&target, &paths.root, c, purpose).await
 }
 
 /// The environment `--ref` names (default main) when the target has environments (the local
@@ -187,7 +140,10 @@ pub async fn open_bound_engine(
         return open_engine(paths, c, purpose).await;
     };
     let (engine, problems) = binding.open_engine(c, purpose).await;
-    Ok((engine, unreadable_relations(problems)))
+    Ok((
+        engine,
+        phlo_transform_adapter::unreadable_relations(problems),
+    ))
 }
 
 /// The embedded local engine over the workspace's warehouse with every source registered,
@@ -208,5 +164,8 @@ pub async fn open_local_engine(
     .await?
     .expect("the local engine has environments");
     let (engine, problems) = binding.open_local(c).await;
-    Ok((engine, unreadable_relations(problems)))
+    Ok((
+        engine,
+        phlo_transform_adapter::unreadable_relations(problems),
+    ))
 }

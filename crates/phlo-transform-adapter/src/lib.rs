@@ -33,6 +33,7 @@ mod delta;
 pub mod duck;
 mod error;
 pub mod external;
+mod for_target;
 mod freshness;
 mod inflight;
 mod job;
@@ -62,13 +63,14 @@ pub use duck::DuckDbEngine;
 pub use duckdb;
 pub use error::AdapterError;
 pub use external::{add_warehouse_sources, SchemaRead};
+pub use for_target::compile_for_target;
 pub use inflight::{InFlight, QueryId};
 pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
 pub use postgres::PostgresEngine;
 pub use relation::{ColumnInfo, Relation, RelationInfo, RelationKind};
 pub use reserved::{reserved_names, RESERVED_SUFFIXES};
-pub use targets::{open, open_help, Purpose};
+pub use targets::{open, open_diagnosed, open_help, unreadable_relations, Purpose};
 
 /// What the adapter knows about a source when asked (SPEC §12 step 6, §34).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

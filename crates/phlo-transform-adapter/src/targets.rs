@@ -3,6 +3,7 @@
 
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
 use phlo_transform_project::AdapterTarget;
 use std::path::Path;
 use std::sync::Arc;
@@ -32,6 +33,33 @@ pub fn open_help(target: &AdapterTarget, e: &AdapterError) -> String {
         }
     }
     "check the adapter's settings in phlo.toml ([adapter] / [adapters.<name>])".to_string()
+}
+
+/// [`open`] with diagnostics: an error carries its help line ([`open_help`]); what the engine
+/// opened without comes back as warnings ([`unreadable_relations`]).
+pub async fn open_diagnosed(
+    target: &AdapterTarget,
+    root: &Path,
+    c: &Compilation,
+    purpose: Purpose,
+) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
+    let (engine, problems) = open(target, root, c, purpose).await.map_err(|e| {
+        let help = open_help(target, &e);
+        Diagnostic::error(e.code, e.message).with_help(help)
+    })?;
+    Ok((engine, unreadable_relations(problems)))
+}
+
+/// Warnings for what an engine opened without (a source it could not register): usable, but
+/// the models reading those relations will fail.
+pub fn unreadable_relations(problems: Vec<AdapterError>) -> Vec<Diagnostic> {
+    problems
+        .into_iter()
+        .map(|p| {
+            Diagnostic::warning(p.code, p.message)
+                .with_help("models reading this relation will fail until it can be read")
+        })
+        .collect()
 }
 
 /// The help line for a target that could not be opened (A008), by adapter type.

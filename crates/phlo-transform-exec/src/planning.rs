@@ -200,6 +200,19 @@ pub async fn make_plan_in(
     }
 }
 
+/// [`state_view`] in `binding`'s environment when there is one, else in the adapter's one.
+pub async fn state_view_in(
+    c: &Compilation,
+    binding: Option<&Binding>,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+) -> Result<StateView, Diagnostic> {
+    match binding {
+        Some(b) => state_view_bound(c, b, engine, store).await,
+        None => state_view(c, engine, store, MAIN_ENVIRONMENT).await,
+    }
+}
+
 /// What compile errors leave of a run of `spec` over `c`, a compilation with errors (SPEC
 /// §63). Judged on a plan made in the main environment with the embedded engine's naming over
 /// `warehouse`, opening nothing: the blocked models are those compile errors reach, whatever

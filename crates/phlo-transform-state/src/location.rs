@@ -2,6 +2,8 @@
 //! one module that knows both backends, so that neither backend imports the crate root that
 //! chooses between them.
 
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -44,6 +46,19 @@ impl StateLocation {
             }
         }
         Ok(StateLocation::Sqlite(PathBuf::from(s)))
+    }
+
+    /// Y001 for a store at this location that cannot be opened, with where to look.
+    pub fn unavailable(&self, e: crate::StateError) -> Diagnostic {
+        let help = match self {
+            StateLocation::Sqlite(_) => {
+                "check that the state path is writable, or pass another with --state"
+            }
+            StateLocation::Postgres(_) => {
+                "check that PostgreSQL is running, reachable at that address and that the database exists; or pass a SQLite file path with --state / PHLO_STATE_URL"
+            }
+        };
+        Diagnostic::error(codes::STATE_UNAVAILABLE, e.message).with_help(help)
     }
 
     /// How to show the location to people: a path, or the URL without its password.

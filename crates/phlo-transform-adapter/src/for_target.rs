@@ -1,0 +1,35 @@
+//! A workspace compiled for the target a command runs against: what the compiler is given
+//! beyond the files (the target's dialect, the relations only its warehouse has, the names it
+//! reserves) is decided here, once for the CLI, a daemon and tests.
+
+use phlo_transform_compiler::{CatalogSnapshot, Compilation};
+use phlo_transform_core::Diagnostic;
+use phlo_transform_project::Workspace;
+use std::path::Path;
+
+use crate::external::{add_warehouse_sources, SchemaRead};
+
+/// Loads the workspace at `root` and compiles it for the target `adapter` names (`None`: the
+/// workspace's `[adapter]`, else the embedded engine). The target's dialect types the models
+/// (its functions, its type names); the relations only its warehouse has become sources typed
+/// from its metadata (Trino: `catalog.schema.table`) or its catalog (PostgreSQL, DuckDB,
+/// through the schema cache as `read` says); model names the target reserves are errors.
+pub fn compile_for_target(
+    root: &Path,
+    adapter: Option<&str>,
+    read: SchemaRead,
+) -> Result<Compilation, Diagnostic> {
+    let mut ws = Workspace::load(root)?;
+    let target = ws.adapter_target(adapter)?;
+    if let Some(dialect) = target.dialect() {
+        ws.config.transform.dialect = Some(dialect.to_string());
+    }
+    if target.kind() == "trino" {
+        crate::trino::add_warehouse_sources(&mut ws, &target, root)?;
+    }
+    let warnings = add_warehouse_sources(&mut ws, &target, root, read);
+    let (catalog, mut diags) = CatalogSnapshot::load(&ws);
+    diags.extend(warnings);
+    diags.extend(crate::reserved::reserved_names(&ws, &target));
+    Ok(Compilation::compile(ws, catalog, diags))
+}
