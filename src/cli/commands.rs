@@ -3,7 +3,7 @@
 
 use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::artifacts::LineageArtifacts;
-use phlo_transform_compiler::{Compilation, ModelLookup};
+use phlo_transform_compiler::{ArtifactDir, Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect::{ModelInspection, ModelSql, SourceInspection};
@@ -49,113 +49,46 @@ pub(super) fn resolve_model(c: &Compilation, name: &str) -> Result<usize, Diagno
 
 pub(super) use super::render::{fatal, fatal_all};
 
-/// Every artifact a command writes to `.phlo/transform/` (`clean` removes them all).
-const ARTIFACTS: [&str; 7] = [
-    "manifest.json",
-    "lineage.json",
-    "openlineage.json",
-    LINEAGE_STAMP,
-    "graph.json",
-    "plan.json",
-    "run.json",
-];
+/// The workspace's artifact directory (`.phlo/transform/`).
+fn artifacts(paths: &Paths) -> ArtifactDir {
+    ArtifactDir::new(&paths.artifacts)
+}
 
 fn write_artifact(
     paths: &Paths,
     name: &str,
     value: &impl serde::Serialize,
 ) -> Result<(), Diagnostic> {
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&paths.artifacts)?;
-        let path = paths.artifacts.join(name);
-        // A name of its own per writer: concurrent `check`/`plan` runs each rename a whole
-        // file into place (the last one wins) instead of failing on a shared temp file.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = path.with_extension(format!("json.{}.{n}.tmp", std::process::id()));
-        // Compact: the manifest of a 10,000-model workspace is tens of megabytes.
-        let text = serde_json::to_string(value).expect("reports serialise");
-        std::fs::write(&tmp, phlo_transform_core::secrets::scrub(&text))?;
-        std::fs::rename(tmp, path)
-    };
-    write().map_err(|e| {
-        Diagnostic::error(
-            codes::STATE_WRITE_FAILED,
-            format!("cannot write artifact {name}: {e}"),
-        )
-        .with_help(format!(
-            "check that {} is writable",
-            paths.artifacts.display()
-        ))
-    })
+    artifacts(paths).write(name, value)
 }
 
-/// manifest.json and graph.json, and the lineage documents when `lineage` says so (see
-/// `LineageArtifacts`). The documents are serialised on their own threads.
+/// manifest.json and graph.json, and the lineage documents when `lineage` says so.
 fn write_compile_artifacts(
     paths: &Paths,
     c: &Compilation,
     lineage: LineageArtifacts,
 ) -> Result<(), Diagnostic> {
-    std::thread::scope(|s| {
-        let graph = s.spawn(|| write_artifact(paths, "graph.json", &c.graph_document()));
-        let lineage = s.spawn(|| write_lineage_artifacts(paths, c, lineage));
-        let manifest = write_artifact(paths, "manifest.json", &c.manifest());
-        let graph = graph.join().expect("artifact threads do not panic");
-        let lineage = lineage.join().expect("artifact threads do not panic");
-        manifest.and(graph).and(lineage)
-    })
+    phlo_transform_openlineage::write_compile_artifacts(
+        &artifacts(paths),
+        c,
+        &paths.warehouse,
+        lineage,
+    )
 }
 
-const LINEAGE_STAMP: &str = "lineage.stamp";
-
-/// lineage.json and openlineage.json, unless they are current (their stamp matches) or
-/// `wanted` says not to create them.
+/// lineage.json and openlineage.json, unless they are current or `wanted` says not to create
+/// them.
 pub(super) fn write_lineage_artifacts(
     paths: &Paths,
     c: &Compilation,
     wanted: LineageArtifacts,
 ) -> Result<(), Diagnostic> {
-    let openlineage =
-        phlo_transform_openlineage::OpenLineageConfig::from_env(&c.workspace, &paths.warehouse);
-    let stamp = c.lineage_stamp(&format!(
-        "{}\n{}",
-        openlineage.namespace,
-        openlineage.warehouse.display()
-    ));
-    let present = ["lineage.json", "openlineage.json"].map(|n| paths.artifacts.join(n).is_file());
-    let recorded = match present {
-        [false, false] => None,
-        // Both documents and the stamp they were written with; a missing piece is stale.
-        [true, true] => {
-            Some(std::fs::read_to_string(paths.artifacts.join(LINEAGE_STAMP)).unwrap_or_default())
-        }
-        _ => Some(String::new()),
-    };
-    if !wanted.should_write(recorded.as_deref(), &stamp) {
-        return Ok(());
-    }
-    std::thread::scope(|s| {
-        let events = s.spawn(|| {
-            write_artifact(
-                paths,
-                "openlineage.json",
-                &phlo_transform_openlineage::design_events(c, &openlineage),
-            )
-        });
-        let graph = write_artifact(paths, "lineage.json", &c.lineage().document());
-        graph.and(events.join().expect("artifact threads do not panic"))
-    })?;
-    std::fs::write(paths.artifacts.join(LINEAGE_STAMP), stamp).map_err(|e| {
-        Diagnostic::error(
-            codes::STATE_WRITE_FAILED,
-            format!("cannot write artifact {LINEAGE_STAMP}: {e}"),
-        )
-        .with_help(format!(
-            "check that {} is writable",
-            paths.artifacts.display()
-        ))
-    })
+    phlo_transform_openlineage::write_lineage_artifacts(
+        &artifacts(paths),
+        c,
+        &paths.warehouse,
+        wanted,
+    )
 }
 
 /// Compiles, shows the diagnostics, and returns the compilation (with the output holding
@@ -732,7 +665,9 @@ async fn execute_plan_leased(
 }
 
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
-    let artifacts = ARTIFACTS.iter().map(|name| paths.artifacts.join(name));
+    let artifacts = ArtifactDir::FILES
+        .iter()
+        .map(|name| paths.artifacts.join(name));
     // A PostgreSQL state is shared: `clean` never drops it.
     let sqlite_state = match (all, &paths.state) {
         (true, phlo_transform_state::StateLocation::Sqlite(state)) => Some(state.as_path()),

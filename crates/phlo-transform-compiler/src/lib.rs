@@ -3,6 +3,7 @@
 //! Compiling never touches a warehouse.
 
 mod analysis;
+mod artifact_dir;
 pub mod artifacts;
 pub mod catalog;
 pub mod compile;
@@ -29,6 +30,7 @@ pub mod typing;
 pub mod validate;
 pub mod version;
 
+pub use artifact_dir::{ArtifactDir, DesignEvents};
 pub use catalog::{CatalogSnapshot, SourceDrift, SourceState};
 pub use compile::{Compilation, ModelLookup};
 pub use lineage::LineageGraph;

@@ -9,6 +9,7 @@
 //! - [`Emitter`]: HTTP and JSON Lines delivery on background tasks, configured by
 //!   [`OpenLineageConfig`] (`[openlineage]` in phlo.toml, `OPENLINEAGE__*` variables).
 
+mod artifacts;
 mod config;
 mod design;
 mod events;
@@ -16,6 +17,7 @@ pub mod naming;
 mod run;
 mod transport;
 
+pub use artifacts::{write_compile_artifacts, write_lineage_artifacts};
 pub use config::{
     redact_url, OpenLineageConfig, DEFAULT_ENDPOINT, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT_SECONDS,
 };
