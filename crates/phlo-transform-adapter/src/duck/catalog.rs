@@ -14,9 +14,17 @@ use duckdb::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use super::{failed, schema_and_table};
+use super::error::failed;
 use crate::sqlgen;
 use crate::{AdapterError, Relation, RelationInfo, RelationKind};
+
+/// DuckDB's default schema.
+pub(super) const MAIN: &str = "main";
+
+/// The schema and table of `r`, in the default schema when it names none.
+pub(super) fn schema_and_table(r: &Relation) -> (&str, &str) {
+    sqlgen::schema_and_table(r, MAIN)
+}
 
 #[derive(Default)]
 pub struct Catalog {

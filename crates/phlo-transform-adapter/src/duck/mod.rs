@@ -18,8 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod catalog;
+mod error;
 
-use catalog::{table_columns, Catalog};
+use catalog::{schema_and_table, table_columns, Catalog, MAIN};
+use error::{failed, located};
 
 use crate::naming::SchemaNaming;
 use crate::sqlgen::{self, ident, BATCH};
@@ -34,35 +36,6 @@ pub struct DuckDbEngine {
     naming: SchemaNaming,
     running: Arc<Mutex<HashMap<String, Arc<InterruptHandle>>>>,
     next: AtomicU64,
-}
-
-fn failed(e: duckdb::Error, sql: &str) -> AdapterError {
-    located(e, sql, None)
-}
-
-/// `e` from running `sql`, classified by DuckDB's message (it has no error codes). When `sql`
-/// carries `job`'s query, the position DuckDB shows (`LINE n:` and a caret) is mapped into the
-/// model file, as PostgreSQL's is.
-fn located(e: duckdb::Error, sql: &str, job: Option<&MaterializeJob>) -> AdapterError {
-    let mut message = e.to_string();
-    if let Some(job) = job {
-        let at = crate::position::duckdb_position(&message, sql)
-            .and_then(|at| crate::position::map_back(sql, at, &job.text));
-        if let Some((line, column)) = at {
-            message.push_str(&format!(" at {}:{line}:{column}", job.path));
-        }
-    }
-    let code = if message.contains("Interrupted") {
-        codes::QUERY_CANCELLED
-    } else if message.contains("Catalog Error") && message.contains("does not exist") {
-        codes::RELATION_UNAVAILABLE
-    } else if message.contains("Conflict") || message.contains("conflict") {
-        return AdapterError::retryable(codes::WRITE_FAILED, message);
-    } else {
-        codes::QUERY_FAILED
-    };
-    let shown: String = sql.chars().take(200).collect();
-    AdapterError::new(code, format!("{message} (in: {shown})"))
 }
 
 impl DuckDbEngine {
@@ -159,13 +132,6 @@ fn count(conn: &Connection, relation: &Relation) -> Result<u64, AdapterError> {
     conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
         .map(|n| n as u64)
         .map_err(|e| failed(e, &sql))
-}
-
-/// DuckDB's default schema.
-const MAIN: &str = "main";
-
-fn schema_and_table(r: &Relation) -> (&str, &str) {
-    sqlgen::schema_and_table(r, MAIN)
 }
 
 /// DuckDB binds views by name, so dropping a table keeps the views over it (no CASCADE).
