@@ -268,3 +268,12 @@ fn warehouse_relations_are_typed_from_duckdb_and_cached_for_offline_checks() {
         &|| std::fs::rename(&moved, &db.0).unwrap(),
     );
 }
+
+#[test]
+fn a_source_dropped_behind_our_back_fails_with_a003_and_the_next_run_repairs() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
+        ws.path(),
+        &DuckDb::in_dir(ws.path()),
+    );
+}

@@ -612,3 +612,12 @@ fn warehouse_relations_are_typed_from_postgres_and_cached_for_offline_checks() {
         &|| write_file(&root, "phlo.toml", &pg.adapter_toml()),
     );
 }
+
+#[test]
+fn a_source_dropped_behind_our_back_fails_with_a003_and_the_next_run_repairs() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
+        ws.path(),
+        &Postgres::create(),
+    );
+}

@@ -630,3 +630,63 @@ pub fn realistic_differences(warehouse: &dyn Warehouse, dir: &Path, n: usize) ->
     }
     out
 }
+
+/// Item 7 of issue 13: a source dropped behind our back. The model reading it fails with A003
+/// (relation unavailable), its previous table stays in place, nothing new is
+/// recorded for it (the next `plan` still builds it), and once the source is back the next run
+/// builds the model.
+pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
+    root: &Path,
+    warehouse: &dyn Warehouse,
+) {
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute("CREATE TABLE raw.t (id bigint)");
+    warehouse.execute("INSERT INTO raw.t VALUES (1)");
+    write_file(
+        root,
+        "phlo.toml",
+        &format!(
+            "[source.\"raw.t\".columns]\nid = \"bigint\"\n{}",
+            warehouse.adapter_toml()
+        ),
+    );
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\nselect id from raw.t\n",
+    );
+    ok(&run(root, &["run", "--json"]));
+    warehouse.execute("DROP TABLE raw.t");
+    // A changed model, so that the run builds it again.
+    write_file(
+        root,
+        "transforms/x/a.sql",
+        "-- @table\nselect id + 0 as id from raw.t\n",
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let report = out.json();
+    let a = &report["models"][0];
+    assert_eq!(a["status"], "failed", "{report:#}");
+    assert_eq!(a["error"]["code"], "A003", "{report:#}");
+    assert!(
+        a["error"]["message"].as_str().unwrap().contains("raw"),
+        "{report:#}"
+    );
+    // The previous table is untouched, and the model is still to be built.
+    assert_eq!(
+        warehouse.scalar("SELECT CAST(sum(id) AS VARCHAR) FROM x.a"),
+        Some("1".into())
+    );
+    let plan = ok(&run(root, &["plan", "--json"]));
+    assert_eq!(by_name(&plan, "decision")["x.a"], "build", "{plan:#}");
+    // The source is back: the next run builds the model.
+    warehouse.execute("CREATE TABLE raw.t (id bigint)");
+    warehouse.execute("INSERT INTO raw.t VALUES (2)");
+    let report = ok(&run(root, &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.a"], "passed");
+    assert_eq!(
+        warehouse.scalar("SELECT CAST(sum(id) AS VARCHAR) FROM x.a"),
+        Some("2".into())
+    );
+}
