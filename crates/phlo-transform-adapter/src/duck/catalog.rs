@@ -30,6 +30,8 @@ pub(super) fn schema_and_table(r: &Relation) -> (&str, &str) {
 pub struct Catalog {
     /// `None` until read, and again after a write whose outcome is unknown.
     contents: Mutex<Option<Contents>>,
+    /// Held while a schema is looked up and created; see [`Catalog::ensure_schema`].
+    creating_schema: Mutex<()>,
 }
 
 struct Contents {
@@ -70,15 +72,28 @@ impl Catalog {
         })
     }
 
-    pub fn has_schema(&self, conn: &Connection, schema: &str) -> Result<bool, AdapterError> {
-        self.with(conn, |c| c.schemas.contains(schema))
-    }
-
-    /// Records a schema the engine created.
-    pub fn created_schema(&self, schema: &str) {
+    /// Makes sure `schema` exists, running `create` (an autocommitted `CREATE SCHEMA IF NOT
+    /// EXISTS`) when the catalog does not hold it, one caller at a time. Two of the engine's
+    /// connections creating the same schema at once make DuckDB refuse the later one with
+    /// "Catalog write-write conflict on create" for as long as the earlier one has not
+    /// committed, however often it is repeated; under load that window is long enough to fail
+    /// a model (the SPEC 64 test's x.a and x.d, both in `x`). Serialised, the second caller
+    /// finds the schema the first one committed and creates nothing.
+    pub fn ensure_schema(
+        &self,
+        conn: &Connection,
+        schema: &str,
+        create: impl FnOnce() -> Result<(), AdapterError>,
+    ) -> Result<(), AdapterError> {
+        let _one_at_a_time = self.creating_schema.lock().expect("not poisoned");
+        if self.with(conn, |c| c.schemas.contains(schema))? {
+            return Ok(());
+        }
+        create()?;
         if let Some(c) = self.contents.lock().expect("not poisoned").as_mut() {
             c.schemas.insert(schema.to_string());
         }
+        Ok(())
     }
 
     /// Records what a committed write left at `relation`.

@@ -152,24 +152,16 @@ fn schema_statement(relation: &Relation) -> String {
 
 /// Creates `relation`'s schema on its own, before the model's transaction: two models of one
 /// namespace built at once would both create it inside their transactions, and DuckDB
-/// refuses the second commit ("Catalog write-write conflict on create"). Here a conflict only
-/// means the other connection created it, which the repeated `IF NOT EXISTS` then sees.
+/// refuses the second commit ("Catalog write-write conflict on create"). The catalog
+/// serialises the creation between the engine's connections (`Catalog::ensure_schema`); no
+/// other process can write the file while the engine holds it.
 fn ensure_schema(
     conn: &Connection,
     relation: &Relation,
     catalog: &Catalog,
 ) -> Result<(), AdapterError> {
     let schema = schema_and_table(relation).0;
-    if catalog.has_schema(conn, schema)? {
-        return Ok(());
-    }
-    let sql = schema_statement(relation);
-    match run(conn, &sql) {
-        Err(e) if e.retryable => run(conn, &sql),
-        other => other,
-    }?;
-    catalog.created_schema(schema);
-    Ok(())
+    catalog.ensure_schema(conn, schema, || run(conn, &schema_statement(relation)))
 }
 
 /// Runs `statements` (writing `relation`) in one transaction and records in `catalog` what it
