@@ -8,7 +8,7 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_exec::{
     execute, CancelHandle, Continuation, EventSink, RetryPolicy, RunOptions, RunReport,
 };
-use phlo_transform_plan::{Decision, Plan, SelectorSpec};
+use phlo_transform_plan::{Plan, SelectorSpec};
 use phlo_transform_state::{StateError, StateStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,13 +117,8 @@ pub async fn run_plan(
     let lineage_sink = lineage
         .as_ref()
         .map(|l| phlo_transform_openlineage::RunEmitter::new(c, &l.config, &l.emitter, command));
-    let building = plan
-        .models
-        .iter()
-        .filter(|m| m.decision == Decision::Build)
-        .count();
-    let progress =
-        (!json && !exec.args.events && command != "test").then(|| Progress::new(building));
+    let progress = (!json && !exec.args.events && command != "test")
+        .then(|| Progress::new(phlo_transform_exec::models_ending(plan)));
     let mut events: Vec<&dyn EventSink> = Vec::new();
     if let Some(p) = &progress {
         events.push(p);

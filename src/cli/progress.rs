@@ -23,7 +23,7 @@ struct Counts {
 }
 
 impl Progress {
-    /// A display for a run that builds `total` models.
+    /// A display for a run that ends `total` models (`phlo_transform_exec::models_ending`).
     pub fn new(total: usize) -> Self {
         let live = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let bar = live.then(|| {

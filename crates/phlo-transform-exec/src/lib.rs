@@ -87,6 +87,17 @@ pub enum Continuation {
     Resume(RunRecord),
 }
 
+/// How many models a run of `plan` ends with a result of their own (passed, failed, blocked
+/// or cancelled): the ones it builds, and the ones the plan blocks, which the run reports
+/// blocked without building them. Skipped and cached models end nothing. What a progress
+/// counter counts up to.
+pub fn models_ending(plan: &Plan) -> usize {
+    plan.models
+        .iter()
+        .filter(|m| matches!(m.decision, Decision::Build | Decision::Blocked))
+        .count()
+}
+
 /// Runs `plan` through `adapter`, recording everything in `state`.
 pub async fn execute(
     c: &Compilation,
