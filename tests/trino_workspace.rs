@@ -414,38 +414,116 @@ fn a_run_killed_mid_write_resumes_with_one_snapshot_per_generation() {
     trino(&format!(
         "INSERT INTO {src} VALUES (4, 'd', DATE '2026-01-03'), (5, 'e', DATE '2026-01-03')"
     ));
+    // Generation 1's CTAS of the slow table, still listed by Trino, is not the one to wait for.
+    let writes = format!(
+        "SELECT query_id, state FROM system.runtime.queries WHERE \"user\" = 'phlo-test' \
+         AND strpos(query, '\"{schema}\".\"x__slow\"') > 0 \
+         AND query LIKE 'CREATE OR REPLACE TABLE%'"
+    );
+    let earlier: Vec<Value> = trino(&writes)
+        .rows
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    let logs = tempfile::tempdir().unwrap();
+    let stderr_path = logs.path().join("killed-run.stderr");
     // Generation 2, one model at a time, killed while Trino runs the slow table's CTAS: the
     // statement outlives its client, and would commit a second snapshot for the generation
     // beside the resumed run's own unless the resumed write ends it first.
     let mut child = std::process::Command::new(common::bin())
         .arg("-C")
         .arg(root)
-        .args(["run", "--jobs", "1"])
+        .args(["run", "--jobs", "1", "--events"])
         .env_remove("PHLO_STATE_URL")
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
         .expect("binary runs");
-    let writes = format!(
-        "SELECT query_id, state FROM system.runtime.queries WHERE \"user\" = 'phlo-test' \
-         AND state = 'RUNNING' AND strpos(query, '\"{schema}\".\"x__slow\"') > 0 \
-         AND query LIKE 'CREATE OR REPLACE TABLE%'"
-    );
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // Its `--events` lines, as they come.
+    let (events_tx, events) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if events_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let ended = |child: &mut std::process::Child, waiting_for: &str| {
+        child.try_wait().unwrap().map(|status| {
+            format!(
+                "the run ended ({status}) before {waiting_for}; its stderr:\n{}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            )
+        })
+    };
+    // Synchronised on signals, not on how long anything takes: first the run's own event
+    // that x.slow is running, then its CTAS in Trino in any state before it has ended (the
+    // whole statement takes about a second on an idle machine: a poll for RUNNING alone
+    // could miss it).
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        if !trino(&writes).rows.is_empty() {
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                let event: Value = serde_json::from_str(&line).expect("an --events line is JSON");
+                if event["event"] == "model"
+                    && event["name"] == "x.slow"
+                    && event["status"] == "running"
+                {
+                    break;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            // Every line is read: the run closed its stdout, it has ended.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                child.wait().unwrap();
+                panic!("{}", ended(&mut child, "x.slow was running").unwrap());
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "x.slow was not running after 300 s"
+        );
+    }
+    loop {
+        let seen: Vec<Vec<Value>> = trino(&writes)
+            .rows
+            .into_iter()
+            .filter(|r| !earlier.contains(&r[0]))
+            .collect();
+        if seen.iter().any(|r| {
+            matches!(
+                r[1].as_str(),
+                Some(
+                    "QUEUED"
+                        | "WAITING_FOR_RESOURCES"
+                        | "DISPATCHING"
+                        | "PLANNING"
+                        | "STARTING"
+                        | "RUNNING"
+                        | "FINISHING"
+                )
+            )
+        }) {
             child.kill().unwrap(); // SIGKILL
             break;
         }
         assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before the slow table was being written"
+            seen.is_empty(),
+            "the slow table's CTAS had ended before Trino listed it: {seen:?}"
         );
+        if let Some(why) = ended(&mut child, "the slow table's CTAS reached Trino") {
+            panic!("{why}");
+        }
         assert!(
             Instant::now() < deadline,
-            "no incremental write reached Trino"
+            "the slow table's CTAS did not reach Trino within 300 s"
         );
         std::thread::sleep(Duration::from_millis(25));
     }
