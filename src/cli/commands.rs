@@ -8,14 +8,14 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect::{ModelInspection, ModelSql, SourceInspection};
 use phlo_transform_plan::list::ListReport;
-use phlo_transform_plan::{BlockedPlan, CompileErrorBlocking, Plan, SelectorSpec};
+use phlo_transform_plan::{CompileErrorBlocking, Plan, SelectorSpec};
 use std::collections::BTreeSet;
 
 use super::execute::{run_plan, Execution, ExecutionArgs};
 use super::render::{Output, Report};
 use super::{
     compile, compile_refreshed, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
-    EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    EXIT_FAILURES, EXIT_OK, MAIN_ENVIRONMENT,
 };
 
 /// P008 for a name that is no model's, with did-you-mean suggestions.
@@ -230,7 +230,7 @@ pub async fn inspect(paths: &Paths, name: &str, config: bool, sql: bool, json: b
     let recorded = match &store {
         Ok(store) => phlo_transform_exec::explain::recorded(
             binding.as_ref(),
-            LOCAL_ENVIRONMENT,
+            MAIN_ENVIRONMENT,
             store.as_ref(),
             &m.id,
         )
@@ -370,27 +370,21 @@ pub async fn plan(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     EXIT_OK
 }
 
-/// A plan cannot be made over compile errors, but the schema changes are still reported:
-/// when a column removal breaks a downstream model, the plan says which change broke which
-/// reader, and where (SPEC §51), before anything runs.
+/// A plan cannot be made over compile errors, but the schema changes against the bound
+/// environment's records are still reported (SPEC §51), before anything runs.
 async fn report_schema_impact_of_errors(paths: &Paths, c: &Compilation, out: Output<'_>) -> u8 {
-    let changes = match open_state_read_only(paths).await {
-        Ok(store) => store
-            .materializations(LOCAL_ENVIRONMENT)
-            .await
-            .map(|recorded| {
-                phlo_transform_plan::schema_change::schema_changes(
-                    c,
-                    &recorded,
-                    &c.workspace.config.schema,
-                )
-            })
-            .unwrap_or_default(),
-        Err(_) => Vec::new(),
+    let store = open_state_read_only(paths).await.ok();
+    let binding = match &store {
+        Some(store) => super::bind(paths, c, store.clone()).await.ok(),
+        None => None,
     };
-    let blocked = BlockedPlan {
-        models: c.model_rows(),
-        schema_changes: changes,
+    let blocked = match binding {
+        Some(binding) => {
+            let store = store.as_deref();
+            phlo_transform_exec::planning::blocked_plan(c, binding.as_ref(), store).await
+        }
+        // A state or an environment that cannot be read shows as nothing recorded.
+        None => phlo_transform_exec::planning::blocked_plan(c, None, None).await,
     };
     if out.json() {
         out.report(&blocked);
@@ -507,7 +501,7 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
     };
     // Test what exists: nothing is built; models whose relation is missing block their tests.
     let one_at_a_time = Execution::new(ExecutionArgs {
-        jobs: Some(1),
+        jobs: Some(phlo_transform_exec::TEST_JOBS),
         ..ExecutionArgs::default()
     });
     execute_plan(paths, c, &one_at_a_time, out, "test", spec, |p| {
@@ -535,7 +529,7 @@ async fn execute_plan(
     };
     let environment = binding
         .as_ref()
-        .map_or(LOCAL_ENVIRONMENT, |b| b.environment.as_str());
+        .map_or(MAIN_ENVIRONMENT, |b| b.environment.as_str());
     // One writer per environment, from before planning until the run is recorded.
     let lease =
         match phlo_transform_exec::WriterLease::acquire(store.clone(), environment, WRITER_WAIT)

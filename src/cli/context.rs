@@ -16,8 +16,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURES: u8 = 1;
 pub const EXIT_ERRORS: u8 = 2;
 
-/// Environment name of the embedded local engine.
-pub const LOCAL_ENVIRONMENT: &str = "local";
+/// The state environment of `main` (and of an adapter without environments).
+pub use phlo_transform_exec::environments::MAIN_ENVIRONMENT;
 
 /// Paths of one workspace's local files.
 pub struct Paths {

@@ -58,11 +58,10 @@ impl Execution {
     }
 
     pub fn jobs(&self, c: &Compilation) -> usize {
-        self.args
-            .jobs
-            .or(c.workspace.config.transform.execution.max_concurrency)
-            .unwrap_or(4)
-            .max(1)
+        phlo_transform_exec::jobs(
+            self.args.jobs,
+            c.workspace.config.transform.execution.max_concurrency,
+        )
     }
 }
 

@@ -5,7 +5,7 @@ use phlo_transform_exec::explain as explanation;
 
 use super::commands::{fatal, resolve_model};
 use super::render::Output;
-use super::{compile, open_state_read_only, Paths, EXIT_OK, LOCAL_ENVIRONMENT};
+use super::{compile, open_state_read_only, Paths, EXIT_OK, MAIN_ENVIRONMENT};
 
 pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
     let c = match compile(paths) {
@@ -41,7 +41,7 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
         c,
         i,
         binding.as_ref(),
-        LOCAL_ENVIRONMENT,
+        MAIN_ENVIRONMENT,
         engine.as_ref(),
         store.as_ref(),
     )

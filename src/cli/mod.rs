@@ -16,7 +16,7 @@ mod state;
 
 pub use context::{
     bind, compile, compile_refreshed, open_bound_engine, open_local_engine, open_state,
-    open_state_read_only, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, LOCAL_ENVIRONMENT,
+    open_state_read_only, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, MAIN_ENVIRONMENT,
 };
 use selection::SelectionArgs;
 

@@ -7,7 +7,7 @@ use phlo_transform_openlineage::{rename_events, Emitter, OpenLineageConfig, Reco
 use phlo_transform_project::Materialization;
 use phlo_transform_state::StateStore;
 
-use super::{Paths, LOCAL_ENVIRONMENT};
+use super::{Paths, MAIN_ENVIRONMENT};
 
 pub struct RunLineage {
     pub config: OpenLineageConfig,
@@ -22,7 +22,7 @@ impl RunLineage {
         let emitter = Emitter::start(&config)?;
         // Without the recorded state there is nothing to compare with: no renames, no error.
         let recorded: Vec<RecordedModel> = store
-            .materializations(LOCAL_ENVIRONMENT)
+            .materializations(MAIN_ENVIRONMENT)
             .await
             .map(|all| {
                 all.into_values()

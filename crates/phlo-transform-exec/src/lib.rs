@@ -41,6 +41,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Models built at once when neither the command line nor `[transform.execution]
+/// max_concurrency` says.
+pub const DEFAULT_JOBS: usize = 4;
+
+/// Models at once in a `test` run: it builds nothing and tests one model at a time.
+pub const TEST_JOBS: usize = 1;
+
+/// Models built at once: `requested` (`-j`), else the workspace's `max_concurrency`, else
+/// [`DEFAULT_JOBS`]; never 0, which would build nothing and wait forever.
+pub fn jobs(requested: Option<usize>, configured: Option<usize>) -> usize {
+    requested.or(configured).unwrap_or(DEFAULT_JOBS).max(1)
+}
+
 pub struct RunOptions<'a> {
     /// Models executed at once (at least 1).
     pub jobs: usize,

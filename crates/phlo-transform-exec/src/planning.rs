@@ -6,7 +6,7 @@ use phlo_transform_adapter::Adapter;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_plan::{CompileErrorBlocking, Plan, PlanInputs, SelectorSpec};
+use phlo_transform_plan::{BlockedPlan, CompileErrorBlocking, Plan, PlanInputs, SelectorSpec};
 use phlo_transform_state::{MaterializedVersion, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -229,6 +229,36 @@ pub async fn compile_error_blocking(
     );
     let p = make_plan(c, MAIN_ENVIRONMENT, &engine, store, spec).await?;
     Ok(phlo_transform_plan::compile_error_blocking(&p))
+}
+
+/// What `plan` reports over compile errors (SPEC §51): every model's row and the schema
+/// changes against what `binding`'s environment recorded (without one, the main
+/// environment's), so a column removal that breaks a reader is named before anything runs.
+/// Without a state (`None`: it cannot be read, or the environment cannot be bound) nothing
+/// is recorded.
+pub async fn blocked_plan<'c>(
+    c: &'c Compilation,
+    binding: Option<&Binding>,
+    store: Option<&dyn StateStore>,
+) -> BlockedPlan<'c> {
+    let recorded = match (store, binding) {
+        (None, _) => None,
+        (Some(store), Some(b)) => b.materializations(store).await.ok(),
+        (Some(store), None) => store.materializations(MAIN_ENVIRONMENT).await.ok(),
+    };
+    let schema_changes = recorded
+        .map(|recorded| {
+            phlo_transform_plan::schema_change::schema_changes(
+                c,
+                &recorded,
+                &c.workspace.config.schema,
+            )
+        })
+        .unwrap_or_default();
+    BlockedPlan {
+        models: c.model_rows(),
+        schema_changes,
+    }
 }
 
 fn plan_with(

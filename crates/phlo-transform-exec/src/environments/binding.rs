@@ -114,6 +114,20 @@ impl Binding {
         Ok(own.or_else(|| self.inherited().records.remove(model_id)))
     }
 
+    /// Every model's record in this environment: its own, else the one it inherits.
+    pub async fn materializations(
+        &self,
+        store: &dyn StateStore,
+    ) -> Result<HashMap<String, MaterializedVersion>, Diagnostic> {
+        let mut all = self.inherited().records;
+        let own = store
+            .materializations(&self.environment)
+            .await
+            .map_err(state_error)?;
+        all.extend(own);
+        Ok(all)
+    }
+
     /// The records this environment reads from tables another environment wrote, each with
     /// the live check of its output identity: the Delta commit at the pinned version still
     /// has the digest recorded with the pointer (a view: its definition is still there).
