@@ -238,3 +238,44 @@ fn explain_matches_the_plan_decision() {
         "shop.orders"
     );
 }
+
+/// The columns of `model`'s changes that `plan <args>` (over compile errors) reports.
+fn removed_columns(root: &Path, args: &[&str], model: &str) -> Vec<String> {
+    let out = run(root, args);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    out.json()["schema_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["model"] == model)
+        .flat_map(|s| s["changes"].as_array().unwrap().clone())
+        .filter(|c| c["kind"] == "removed")
+        .map(|c| c["column"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_plan_over_compile_errors_compares_with_the_environment_ref_names() {
+    let ws = workspace();
+    let root = ws.path();
+    assert_eq!(
+        run(root, &["ref", "create", "dev", "--from", "main"]).code,
+        0
+    );
+    // Only `dev` records orders with `extra`.
+    let with_extra = ORDERS_V1.replace(", legacy\n", ", legacy, 'e' as extra\n");
+    edit(root, "transforms/shop/orders.sql", &with_extra);
+    let built = run(root, &["run", "--ref", "dev"]);
+    assert_eq!(built.code, 0, "{}\n{}", built.stdout, built.stderr);
+    // `extra` goes again while a reader still names it: a compile error.
+    edit(root, "transforms/shop/orders.sql", ORDERS_V1);
+    edit(
+        root,
+        "transforms/shop/report.sql",
+        "-- @table\nselect id, legacy, extra\nfrom shop.orders\n",
+    );
+    let dev = ["--json", "plan", "--ref", "dev"];
+    assert_eq!(removed_columns(root, &dev, "shop.orders"), ["extra"]);
+    let main = ["--json", "plan"];
+    assert!(removed_columns(root, &main, "shop.orders").is_empty());
+}
