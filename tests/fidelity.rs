@@ -271,3 +271,171 @@ fn constructs_the_local_engine_computes_differently_are_warned_about() {
         .unwrap()
         .contains("sum(decimal)"));
 }
+
+/// `name:nullable|not null` of each column of `model` as `inspect --json` reports them.
+fn nullability(root: &std::path::Path, model: &str) -> Vec<String> {
+    let out = run(root, &["inspect", model, "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.json()["schema"]["columns"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{model}: {}", out.stdout))
+        .iter()
+        .map(|c| {
+            let null = if c["nullable"].as_bool().unwrap() {
+                "nullable"
+            } else {
+                "not null"
+            };
+            format!("{}:{null}", c["name"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// The same for the table the local engine wrote: the schema of its Delta log's newest
+/// `metaData` (the guarantees the table itself enforces).
+fn table_nullability(root: &std::path::Path, model: &str) -> Vec<String> {
+    let log = root.join(".phlo/warehouse").join(model).join("_delta_log");
+    let mut files: Vec<_> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let schema = files
+        .iter()
+        .rev()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .find_map(|action| {
+            action["metaData"]["schemaString"]
+                .as_str()
+                .map(String::from)
+        })
+        .unwrap_or_else(|| panic!("{model}: no metaData"));
+    let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+    schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let null = if f["nullable"].as_bool().unwrap() {
+                "nullable"
+            } else {
+                "not null"
+            };
+            format!("{}:{null}", f["name"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// Nullability follows the plan (issue 18 item 2): outer joins make the other side's columns
+/// nullable, `lag`/`lead` are nullable and `row_number`/`rank` are not, a UNION is nullable
+/// where any branch is. `check` and `inspect` report it, the tables build with their rows, and
+/// each table declares NOT NULL exactly where the plan proves it.
+#[test]
+fn nullability_of_outer_joins_windows_and_unions_follows_the_plan() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    // Two inputs whose `id` and `tag` the plan proves NOT NULL (VALUES columns are
+    // nullable; `coalesce` with a literal is not).
+    for (name, rows) in [("a", "(1, 'p'), (2, 'q')"), ("b", "(2, 'r'), (3, 's')")] {
+        write_file(
+            root,
+            &format!("transforms/x/{name}.sql"),
+            &format!("-- @table\nselect coalesce(id, 0) as id, coalesce(tag, '-') as tag\nfrom (values {rows}) as t(id, tag)\n"),
+        );
+    }
+    let join = |kind: &str| {
+        format!("-- @table\nselect a.id as a_id, a.tag as a_tag, b.id as b_id, b.tag as b_tag\nfrom x.a as a {kind} join x.b as b on a.id = b.id\n")
+    };
+    write_file(root, "transforms/x/inner_join.sql", &join("inner"));
+    write_file(root, "transforms/x/left_join.sql", &join("left"));
+    write_file(root, "transforms/x/right_join.sql", &join("right"));
+    write_file(root, "transforms/x/full_join.sql", &join("full"));
+    write_file(
+        root,
+        "transforms/x/windowed.sql",
+        "-- @table\nselect id,\n       lag(id) over (order by id) as previous_id,\n       lead(tag) over (order by id) as next_tag,\n       row_number() over (order by id) as n,\n       rank() over (order by tag) as r,\n       count(*) over () as total\nfrom x.a\n",
+    );
+    write_file(
+        root,
+        "transforms/x/unioned.sql",
+        "-- @table\nselect id, tag from x.a\nunion all\nselect id, cast(null as varchar) as tag from x.b\n",
+    );
+    write_file(
+        root,
+        "transforms/x/both_keyed.sql",
+        "-- @table\nselect id, tag from x.a\nunion all\nselect id, tag from x.b\n",
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let report = out.json();
+    let rows = |m: &str| model(&report, m)["rows"].as_u64().unwrap();
+    let expected: [(&str, u64, &[&str]); 8] = [
+        ("x.a", 2, &["id:not null", "tag:not null"]),
+        (
+            "x.inner_join",
+            1,
+            &[
+                "a_id:not null",
+                "a_tag:not null",
+                "b_id:not null",
+                "b_tag:not null",
+            ],
+        ),
+        (
+            "x.left_join",
+            2,
+            &[
+                "a_id:not null",
+                "a_tag:not null",
+                "b_id:nullable",
+                "b_tag:nullable",
+            ],
+        ),
+        (
+            "x.right_join",
+            2,
+            &[
+                "a_id:nullable",
+                "a_tag:nullable",
+                "b_id:not null",
+                "b_tag:not null",
+            ],
+        ),
+        (
+            "x.full_join",
+            3,
+            &[
+                "a_id:nullable",
+                "a_tag:nullable",
+                "b_id:nullable",
+                "b_tag:nullable",
+            ],
+        ),
+        (
+            "x.windowed",
+            2,
+            &[
+                "id:not null",
+                "previous_id:nullable",
+                "next_tag:nullable",
+                "n:not null",
+                "r:not null",
+                "total:not null",
+            ],
+        ),
+        ("x.unioned", 4, &["id:not null", "tag:nullable"]),
+        ("x.both_keyed", 4, &["id:not null", "tag:not null"]),
+    ];
+    for (name, count, columns) in expected {
+        assert_eq!(rows(name), count, "{name}");
+        assert_eq!(nullability(root, name), columns, "{name} (inspect)");
+        assert_eq!(table_nullability(root, name), columns, "{name} (table)");
+    }
+}

@@ -180,3 +180,61 @@ fn key_directives_must_name_real_columns() {
     );
     assert_eq!(d["suggestions"], serde_json::json!(["experiment_id"]));
 }
+
+/// A function the target declares with overloads: PostgreSQL rounds a double only to an
+/// integer (`round(double precision)`), a numeric to digits (`round(numeric, integer)`), and
+/// has no `round(double precision, integer)`: under its dialect that call is T010 at the call,
+/// where DuckDB (and the local engine) accept it.
+#[test]
+fn round_to_digits_of_a_double_is_a_type_error_on_postgres_only() {
+    let model = "select round(x, 2) as a,\n       round(x) as b,\n       round(cast(x as decimal(10, 4)), 2) as c,\n       round(n, 1) as d\nfrom m.src\n";
+    let ws = |dialect: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(
+            dir.path(),
+            "phlo.toml",
+            &format!(
+                "[transform]\ndialect = \"{dialect}\"\n\n[source.\"m.src\".columns]\nx = \"double\"\nn = \"bigint\"\n"
+            ),
+        );
+        write_file(dir.path(), "transforms/m/r.sql", model);
+        dir
+    };
+    let pg = ws("postgres");
+    let out = run(pg.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let diags = out.json()["diagnostics"].clone();
+    let got: Vec<(&str, u64, u64)> = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("T010", 1, 8)], "{diags}");
+    assert!(
+        diags[0]["message"].as_str().unwrap().contains("`round`"),
+        "{diags}"
+    );
+    // Without the offending call the other overloads type-check.
+    let fixed = model.replace(
+        "round(x, 2) as a",
+        "round(cast(x as decimal(10, 4)), 1) as a",
+    );
+    write_file(pg.path(), "transforms/m/r.sql", &fixed);
+    let out = run(pg.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let duck = ws("duckdb");
+    let out = run(duck.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let schema = columns(duck.path(), "m.r");
+    assert_eq!(
+        common::column_types(&schema),
+        ["a:Float64", "b:Float64", "c:Decimal128(10, 4)", "d:Int64"]
+    );
+}

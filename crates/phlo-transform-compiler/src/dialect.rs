@@ -1,7 +1,9 @@
 //! Dialects are data (decision 6): `dialects/<name>.toml` declares a warehouse's type names and
 //! function signatures. Each function is registered in the typing session as a DataFusion UDF
 //! that only computes its return type — it can be planned, never executed — so models that
-//! call warehouse functions type-check without a warehouse.
+//! call warehouse functions type-check without a warehouse. A name declared several times is
+//! one function with overloads, tried in the order declared (PostgreSQL's `round(double)` and
+//! `round(numeric, integer)`).
 
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{not_impl_err, plan_err, Result};
@@ -53,7 +55,8 @@ pub struct FunctionDecl {
     /// `scalar` (default) or `aggregate`.
     #[serde(default = "scalar")]
     pub kind: String,
-    /// Argument types: type names, `any`, `numeric`, `string`, `array`.
+    /// Argument types: type names, `any`, `numeric`, `decimal` (a DECIMAL, or an integer the
+    /// target widens to one; never a float), `string`, `array`.
     pub args: Vec<String>,
     /// Trailing arguments that may be left out.
     #[serde(default)]
@@ -148,6 +151,7 @@ impl Dialect {
         Ok(match name {
             "any" => ArgType::Any,
             "numeric" => ArgType::Numeric,
+            "decimal" => ArgType::Decimal,
             "string" => ArgType::String,
             "array" => ArgType::Array,
             other => ArgType::Exact(
@@ -157,11 +161,12 @@ impl Dialect {
         })
     }
 
-    /// Registers every declared function in `ctx`, replacing built-ins of the same name.
+    /// Registers every declared function in `ctx`, replacing built-ins of the same name; the
+    /// declarations of one name are its overloads.
     pub fn register(&self, ctx: &SessionContext) {
+        let mut stubs: Vec<(Stub, bool)> = Vec::new();
         for f in &self.functions {
-            let stub = Stub {
-                name: f.name.clone(),
+            let overload = Overload {
                 args: f
                     .args
                     .iter()
@@ -174,9 +179,25 @@ impl Dialect {
                 } else {
                     Returns::Type(self.data_type(&f.returns).expect("validated at parse"))
                 },
-                signature: Signature::user_defined(Volatility::Immutable),
             };
-            if f.kind == "aggregate" {
+            let aggregate = f.kind == "aggregate";
+            match stubs
+                .iter_mut()
+                .find(|(s, a)| s.name == f.name && *a == aggregate)
+            {
+                Some((stub, _)) => stub.overloads.push(overload),
+                None => stubs.push((
+                    Stub {
+                        name: f.name.clone(),
+                        overloads: vec![overload],
+                        signature: Signature::user_defined(Volatility::Immutable),
+                    },
+                    aggregate,
+                )),
+            }
+        }
+        for (stub, aggregate) in stubs {
+            if aggregate {
                 ctx.register_udaf(AggregateUDF::new_from_impl(stub));
             } else {
                 ctx.register_udf(ScalarUDF::new_from_impl(stub));
@@ -189,6 +210,7 @@ impl Dialect {
 enum ArgType {
     Any,
     Numeric,
+    Decimal,
     String,
     Array,
     Exact(DataType),
@@ -200,19 +222,59 @@ enum Returns {
     Arg(usize),
 }
 
-/// A function that has a signature and a return type, and nothing else.
+/// A function that has signatures and return types, and nothing else.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Stub {
     name: String,
+    overloads: Vec<Overload>,
+    signature: Signature,
+}
+
+/// One declared signature of a function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Overload {
     args: Vec<ArgType>,
     optional: usize,
     variadic: bool,
     returns: Returns,
-    signature: Signature,
 }
 
 impl Stub {
+    /// The argument types of the first overload that accepts `given`; with several
+    /// overloads and none accepting, one error naming the call's types.
     fn coerce(&self, given: &[DataType]) -> Result<Vec<DataType>> {
+        let mut first_error = None;
+        for o in &self.overloads {
+            match o.coerce(&self.name, given) {
+                Ok(types) => return Ok(types),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if self.overloads.len() == 1 {
+            return Err(first_error.expect("one overload"));
+        }
+        let types: Vec<String> = given.iter().map(ToString::to_string).collect();
+        plan_err!(
+            "function `{}` has no overload for ({})",
+            self.name,
+            types.join(", ")
+        )
+    }
+
+    fn result(&self, given: &[DataType]) -> Result<DataType> {
+        let o = self
+            .overloads
+            .iter()
+            .find(|o| o.coerce(&self.name, given).is_ok())
+            .unwrap_or(&self.overloads[0]);
+        o.result(&self.name, given)
+    }
+}
+
+impl Overload {
+    fn coerce(&self, name: &str, given: &[DataType]) -> Result<Vec<DataType>> {
         let min = self.args.len() - self.optional.min(self.args.len());
         let max = if self.variadic {
             usize::MAX
@@ -228,8 +290,7 @@ impl Stub {
                 format!("{min} to {max}")
             };
             return plan_err!(
-                "function `{}` takes {expected} argument(s), got {}",
-                self.name,
+                "function `{name}` takes {expected} argument(s), got {}",
                 given.len()
             );
         }
@@ -245,6 +306,15 @@ impl Stub {
                 match declared {
                     ArgType::Any => Ok(actual.clone()),
                     ArgType::Numeric if actual.is_numeric() || actual.is_null() => {
+                        Ok(actual.clone())
+                    }
+                    ArgType::Decimal
+                        if matches!(
+                            actual,
+                            DataType::Decimal128(..) | DataType::Decimal256(..)
+                        ) || actual.is_integer()
+                            || actual.is_null() =>
+                    {
                         Ok(actual.clone())
                     }
                     ArgType::String
@@ -271,8 +341,7 @@ impl Stub {
                     }
                     ArgType::Exact(t) => Ok(t.clone()),
                     other => plan_err!(
-                        "function `{}`: argument {} must be {other:?}, got {actual}",
-                        self.name,
+                        "function `{name}`: argument {} must be {other:?}, got {actual}",
                         i + 1
                     ),
                 }
@@ -280,11 +349,11 @@ impl Stub {
             .collect()
     }
 
-    fn result(&self, given: &[DataType]) -> Result<DataType> {
+    fn result(&self, name: &str, given: &[DataType]) -> Result<DataType> {
         match &self.returns {
             Returns::Type(t) => Ok(t.clone()),
             Returns::Arg(i) => given.get(*i).cloned().map_or_else(
-                || plan_err!("function `{}`: missing argument {}", self.name, i + 1),
+                || plan_err!("function `{name}`: missing argument {}", i + 1),
                 Ok,
             ),
         }

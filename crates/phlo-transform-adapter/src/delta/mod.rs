@@ -18,6 +18,7 @@
 mod change;
 mod guarantees;
 mod maintenance;
+mod relabel;
 mod table;
 
 pub use phlo_transform_lakehouse::delta_log::has_commit;
@@ -319,6 +320,9 @@ impl Sink<'_> {
                 (self.create(mode).await?, SaveMode::Append)
             }
         };
+        let plan = relabel::relabelled(self.ctx, plan)
+            .await
+            .map_err(|e| crate::cause::datafusion_error(&e))?;
         table
             .write(Vec::new())
             .with_input_plan(plan)
@@ -374,6 +378,9 @@ impl Sink<'_> {
             .ctx
             .read_table(provider)
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
+        let plan = relabel::relabelled(self.ctx, plan)
+            .await
+            .map_err(|e| crate::cause::datafusion_error(&e))?;
         let new = change::conform(DataFrame::new(self.ctx.state(), plan), &arrow)?;
         match strategy {
             IncrementalStrategy::Append => {
