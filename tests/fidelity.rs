@@ -439,3 +439,54 @@ fn nullability_of_outer_joins_windows_and_unions_follows_the_plan() {
         assert_eq!(table_nullability(root, name), columns, "{name} (table)");
     }
 }
+
+/// A `@table` over a UNION ALL of literal rows whose branches differ in nullability (a NULL
+/// in one branch only) builds on the local engine: the batches of the NOT NULL branch are
+/// written with the union's (nullable) schema.
+#[test]
+fn a_table_over_a_union_of_literals_builds() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(
+        root,
+        "transforms/x/literals.sql",
+        "-- @table\nselect 1 as id, 'a' as tag\nunion all\nselect 2, null\nunion all\nselect 3, 'c'\n",
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(model(&out.json(), "x.literals")["rows"], 3);
+    assert_eq!(
+        table_nullability(root, "x.literals"),
+        ["id:not null", "tag:nullable"]
+    );
+}
+
+/// A table's CHECK constraint derived from an earlier version of its model (`where amount >
+/// 0`) no longer holds once the WHERE clause is gone: a full write rebuilds the table with
+/// the guarantees the model proves now (no constraint), instead of refusing with A005.
+#[test]
+fn a_check_constraint_the_model_no_longer_proves_goes_with_a_full_write() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    let values = "from (values (1, 5), (2, -3)) as t(id, amount)";
+    write_file(
+        root,
+        "transforms/x/paid.sql",
+        &format!("-- @table\nselect id, amount\n{values}\nwhere amount > 0\n"),
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let log = std::fs::read_to_string(
+        root.join(".phlo/warehouse/x.paid/_delta_log/00000000000000000000.json"),
+    )
+    .unwrap();
+    assert!(log.contains("delta.constraints.phlo_check_1"), "{log}");
+    write_file(
+        root,
+        "transforms/x/paid.sql",
+        &format!("-- @table\nselect id, amount\n{values}\n"),
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(model(&out.json(), "x.paid")["rows"], 2);
+}

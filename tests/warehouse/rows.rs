@@ -84,15 +84,23 @@ fn cmp_field(a: &Option<String>, b: &Option<String>) -> Ordering {
 }
 
 /// A date-time as PostgreSQL prints it (`2024-01-02 03:04:05`), for one written the ISO way
-/// (`2024-01-02T03:04:05`, Python's `isoformat`).
+/// (`2024-01-02T03:04:05`, Python's `isoformat`) or with a zero fraction of a second (Trino's
+/// `2024-01-02 03:04:05.000000`).
 fn date_time(s: &Option<String>) -> Option<String> {
     let s = s.as_deref()?;
-    let iso = s.len() >= 19 && s.as_bytes()[4] == b'-' && s.as_bytes()[10] == b'T';
-    Some(if iso {
-        format!("{} {}", &s[..10], &s[11..])
-    } else {
-        s.to_string()
-    })
+    let b = s.as_bytes();
+    if s.len() < 19 || b[4] != b'-' || !(b[10] == b'T' || b[10] == b' ') || b[13] != b':' {
+        return Some(s.to_string());
+    }
+    let fraction = &s[19..];
+    let zero = fraction.is_empty()
+        || (fraction.starts_with('.') && fraction[1..].chars().all(|c| c == '0'));
+    Some(format!(
+        "{} {}{}",
+        &s[..10],
+        &s[11..19],
+        if zero { "" } else { fraction }
+    ))
 }
 
 fn same_field(a: &Option<String>, b: &Option<String>) -> bool {
@@ -194,6 +202,14 @@ mod tests {
             None
         );
         assert!(difference(one("2024-01-02T03:04:05"), one("2024-01-02 03:04:06")).is_some());
+        assert_eq!(
+            difference(
+                one("2024-01-02T03:04:05"),
+                one("2024-01-02 03:04:05.000000")
+            ),
+            None
+        );
+        assert!(difference(one("2024-01-02T03:04:05"), one("2024-01-02 03:04:05.5")).is_some());
         assert_eq!(difference_at_scale(one("-0.0449"), one("-0.04")), None);
         assert!(difference_at_scale(one("2"), one("3")).is_some());
     }

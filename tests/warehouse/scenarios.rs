@@ -36,6 +36,12 @@ pub trait Warehouse {
     fn spell(&self, sql: &str) -> String {
         sql.to_string()
     }
+    /// The `schema.table` model `name` is built as: its first segment the schema, the rest
+    /// joined with `__` (no `default_schema`).
+    fn relation(&self, name: &str) -> String {
+        let (schema, rest) = name.split_once('.').unwrap();
+        format!("{schema}.{}", rest.replace('.', "__"))
+    }
 }
 
 pub fn ok(out: &Output) -> serde_json::Value {
@@ -527,6 +533,7 @@ pub fn load_csv_sources(warehouse: &dyn Warehouse, root: &Path) {
             })
             .collect();
         warehouse.execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{ns}\""));
+        warehouse.execute(&format!("DROP TABLE IF EXISTS \"{ns}\".\"{name}\""));
         warehouse.execute(&format!(
             "CREATE TABLE \"{ns}\".\"{name}\" ({})",
             columns.join(", ")
@@ -536,13 +543,6 @@ pub fn load_csv_sources(warehouse: &dyn Warehouse, root: &Path) {
             values.join(", ")
         ));
     }
-}
-
-/// A model name's `schema.table` on a SQL warehouse without `default_schema`
-/// (`crm.staging.x` → `crm.staging__x`).
-fn relation(model: &str) -> String {
-    let (schema, rest) = model.split_once('.').unwrap();
-    format!("{schema}.{}", rest.replace('.', "__"))
 }
 
 /// The realistic workspace with `n` models in `dir`, its models spelled for `warehouse`.
@@ -616,13 +616,13 @@ pub fn realistic_differences(warehouse: &dyn Warehouse, dir: &Path, n: usize) ->
     );
     assert_eq!(types::checked_types(&ws, &models), checked);
 
-    let relations: Vec<String> = models.iter().map(|m| relation(m)).collect();
+    let relations: Vec<String> = models.iter().map(|m| warehouse.relation(m)).collect();
     let engine = warehouse.column_types(&relations);
     let mut out = Differences {
         types: types::differences(&models, &checked, &engine),
         rows: Vec::new(),
     };
-    let relations: Vec<String> = tables.iter().map(|m| relation(m)).collect();
+    let relations: Vec<String> = tables.iter().map(|m| warehouse.relation(m)).collect();
     for ((name, e), a) in tables.iter().zip(expected).zip(warehouse.rows(&relations)) {
         if let Some(d) = rows::difference(e, a) {
             out.rows.push(format!("{name}: {d}"));

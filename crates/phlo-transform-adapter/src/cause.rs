@@ -145,9 +145,24 @@ fn of_flattened(text: &str) -> (Cause, String) {
     let line = root.lines().next().unwrap_or(root).trim().to_string();
     if line.starts_with("Invalid data found:") {
         (Cause::Constraint, line)
+    } else if let Some(arrow) = arrow_text(&line) {
+        of_arrow(&arrow)
     } else {
         (Cause::Sql, line)
     }
+}
+
+/// The Arrow compute error whose display `line` is (`Divide by zero error`, `Cast error: …`),
+/// so a flattened one reads as the same error kept as a value.
+fn arrow_text(line: &str) -> Option<ArrowError> {
+    let prefixed = |prefix: &str| line.strip_prefix(prefix).map(str::to_string);
+    if line == "Divide by zero error" {
+        return Some(ArrowError::DivideByZero);
+    }
+    prefixed("Arithmetic overflow: ")
+        .map(ArrowError::ArithmeticOverflow)
+        .or_else(|| prefixed("Cast error: ").map(ArrowError::CastError))
+        .or_else(|| prefixed("Parser error: ").map(ArrowError::ParseError))
 }
 
 /// `of_datafusion` as an adapter error.

@@ -48,6 +48,8 @@ pub const APP_ID_PREFIX: &str = "phlo-transform:";
 /// Table property holding the strategy label the table was built with.
 pub const STRATEGY_PROPERTY: &str = "phlo.strategy";
 const CONSTRAINT_PREFIX: &str = "delta.constraints.";
+/// The name of a CHECK constraint phlo-transform derived from a model (`phlo_check_<n>`).
+const OWN_CHECK_PREFIX: &str = "phlo_check_";
 
 /// What a write did.
 pub struct Written {
@@ -96,7 +98,28 @@ pub async fn write(
     let description = match existing {
         None => sink.full(None, plan).await?,
         Some(table) => {
-            let foreign = sink.desired.foreign_constraints(&table)?;
+            let label = table
+                .snapshot()
+                .ok()
+                .and_then(|s| s.metadata().configuration().get(STRATEGY_PROPERTY).cloned());
+            let incremental = match &job.table.incremental {
+                Some(s) if *s != IncrementalStrategy::Full => Some(s.clone()),
+                _ => None,
+            };
+            let keeps_rows = incremental.is_some()
+                && !job.table.full_rebuild
+                && label.as_deref() == Some(job.table.label().as_str())
+                && sink.desired.same_layout(&table)?;
+            // A full write recreates the table with the guarantees the model proves now, so
+            // the CHECK constraints phlo-transform added for an earlier version go with it;
+            // any other constraint, or one kept with the rows of an incremental write, must
+            // hold for the new rows.
+            let foreign: Vec<String> = sink
+                .desired
+                .foreign_constraints(&table)?
+                .into_iter()
+                .filter(|c| keeps_rows || !c.starts_with(OWN_CHECK_PREFIX))
+                .collect();
             if !foreign.is_empty() && !job.table.full_rebuild {
                 return Err(err(
                     codes::CONSTRAINT_NOT_GUARANTEED,
@@ -108,22 +131,8 @@ pub async fn write(
                     ),
                 ));
             }
-            let label = table
-                .snapshot()
-                .ok()
-                .and_then(|s| s.metadata().configuration().get(STRATEGY_PROPERTY).cloned());
-            let incremental = match &job.table.incremental {
-                Some(s) if *s != IncrementalStrategy::Full => Some(s.clone()),
-                _ => None,
-            };
             match incremental {
-                Some(strategy)
-                    if !job.table.full_rebuild
-                        && label.as_deref() == Some(job.table.label().as_str())
-                        && sink.desired.same_layout(&table)? =>
-                {
-                    sink.incremental(table, &strategy, plan).await?
-                }
+                Some(strategy) if keeps_rows => sink.incremental(table, &strategy, plan).await?,
                 _ => sink.full(Some(table), plan).await?,
             }
         }
@@ -208,7 +217,7 @@ impl Definition {
         }
         for (i, (_, check)) in proved.checks.iter().enumerate() {
             configuration.insert(
-                format!("{CONSTRAINT_PREFIX}phlo_check_{}", i + 1),
+                format!("{CONSTRAINT_PREFIX}{OWN_CHECK_PREFIX}{}", i + 1),
                 check.clone(),
             );
         }
@@ -378,9 +387,6 @@ impl Sink<'_> {
             .ctx
             .read_table(provider)
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        let plan = relabel::relabelled(self.ctx, plan)
-            .await
-            .map_err(|e| crate::cause::datafusion_error(&e))?;
         let new = change::conform(DataFrame::new(self.ctx.state(), plan), &arrow)?;
         match strategy {
             IncrementalStrategy::Append => {

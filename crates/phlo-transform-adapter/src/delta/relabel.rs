@@ -4,7 +4,10 @@
 //! delta-rs rejects every batch whose schema is not exactly the table's ("Unexpected Arrow
 //! schema"). [`relabelled`] plans the query and reads it back as a scan whose batches are
 //! relabelled with the physical plan's own schema (`RecordBatch::with_schema`, which only
-//! ever relaxes nullability), one stream per partition of the plan.
+//! ever relaxes nullability), one stream per partition of the plan. A physical plan runs
+//! once (a `RepartitionExec` cannot be executed twice), so only full writes, which read the
+//! query once, go through here; incremental writes read it several times and are not
+//! relabelled.
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::streaming::StreamingTable;
