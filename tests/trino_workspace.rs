@@ -273,9 +273,8 @@ const TPCH_TYPE_DIFFERENCES_ON_TRINO: &[&str] = &[
     "tpch.q01.avg_disc: local decimal(19,6), engine decimal(15,2)",
     // Decimal division: Trino's result scale is max(s1, s2), DataFusion's larger.
     "tpch.q08.mkt_share: local decimal(38,8), engine decimal(38,4)",
-    // Decimal literals (`100.00`, `7.0`): DECIMAL on Trino, DOUBLE locally.
-    "tpch.q14.promo_revenue: local double, engine decimal(38,6)",
-    "tpch.q17.avg_yearly: local double, engine decimal(38,2)",
+    "tpch.q14.promo_revenue: local decimal(38,10), engine decimal(38,6)",
+    "tpch.q17.avg_yearly: local decimal(38,6), engine decimal(38,2)",
 ];
 
 #[test]

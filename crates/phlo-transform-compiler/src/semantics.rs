@@ -2,7 +2,8 @@
 //! `dialects/<name>.toml`), and how typing and the local engine follow it:
 //!
 //! - configuration where DataFusion has a switch (`null_ordering`, DataFusion's
-//!   `sql_parser.default_null_ordering`);
+//!   `sql_parser.default_null_ordering`; `decimal_literals`, its
+//!   `sql_parser.parse_float_as_decimal`);
 //! - exact plan rewrites where it has none: integer and decimal `/` computed in DOUBLE
 //!   (DuckDB), `extract`/`date_part` returning BIGINT (DuckDB, Trino) instead of Int32, `sum`
 //!   of decimals as DECIMAL(38, s) (DuckDB, Trino) and of integers as DECIMAL(38, 0)
@@ -52,6 +53,10 @@ pub struct Semantics {
     /// `double` (DuckDB): `avg` of a decimal is DOUBLE, not DECIMAL(p + 4, s + 4).
     #[serde(default)]
     pub avg_decimal: Option<String>,
+    /// `decimal` (Trino): a literal with a fraction (`100.00`) is DECIMAL, not DOUBLE
+    /// (DataFusion's `sql_parser.parse_float_as_decimal`).
+    #[serde(default)]
+    pub decimal_literals: Option<String>,
     /// Constructs the local engine computes differently and cannot rewrite exactly.
     #[serde(default, rename = "difference")]
     pub differences: Vec<Difference>,
@@ -98,6 +103,7 @@ impl Semantics {
             ("sum_decimal", &self.sum_decimal, "decimal(38)"),
             ("sum_integer", &self.sum_integer, "decimal(38,0)"),
             ("avg_decimal", &self.avg_decimal, "double"),
+            ("decimal_literals", &self.decimal_literals, "decimal"),
         ] {
             if let Some(v) = value {
                 if v != allowed {
@@ -137,6 +143,9 @@ impl Semantics {
     fn configure(&self, config: &mut SessionConfig) {
         if let Some(n) = &self.null_ordering {
             config.options_mut().sql_parser.default_null_ordering = n.clone();
+        }
+        if self.decimal_literals.as_deref() == Some("decimal") {
+            config.options_mut().sql_parser.parse_float_as_decimal = true;
         }
     }
 
