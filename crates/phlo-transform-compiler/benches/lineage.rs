@@ -11,6 +11,7 @@
 //! See docs/performance.md for the figures.
 
 #[path = "../../../benches/support/generate.rs"]
+#[allow(dead_code)] // the loaders other benches use
 mod generate;
 
 use phlo_transform_compiler::{CatalogSnapshot, Compilation, LineageGraph};

@@ -62,7 +62,7 @@ fn every_plan_node_type_has_exact_edges() {
             .filter(|l| !l.trim().is_empty())
             .map(str::to_string)
             .collect();
-        let actual = edges_into(&c.lineage(), &model);
+        let actual = edges_into(c.lineage(), &model);
         if actual != expected {
             failures.push(format!(
                 "{model}\n  missing: {:#?}\n  unexpected: {:#?}",
