@@ -6,12 +6,13 @@ use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation, ModelLookup};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::command::{PlanCommand, PlanRequest};
 use phlo_transform_exec::inspect::{ModelInspection, ModelSql, SourceInspection};
 use phlo_transform_plan::list::ListReport;
-use phlo_transform_plan::{CompileErrorBlocking, Plan, SelectorSpec};
+use phlo_transform_plan::{CompileErrorBlocking, SelectorSpec};
 use std::collections::BTreeSet;
 
-use super::execute::{run_plan, Execution, ExecutionArgs};
+use super::execute::{CommandLine, Execution, ExecutionArgs};
 use super::render::{Output, Report};
 use super::{
     compile, compile_refreshed, open_state, open_state_read_only, render, Paths, EXIT_ERRORS,
@@ -436,14 +437,8 @@ pub async fn run(
             Err(diags) => return out.fail(diags),
         }
     }
-    let code = execute_plan(paths, c, &exec, out, "run", spec, |p| {
-        Ok(if full_refresh {
-            phlo_transform_plan::with_full_refresh(p)
-        } else {
-            p
-        })
-    })
-    .await;
+    let command = PlanCommand::Run { full_refresh };
+    let code = execute_plan(paths, c, exec, out, command, spec).await;
     if blocked && code != EXIT_ERRORS {
         if !json {
             eprintln!(
@@ -485,13 +480,10 @@ pub async fn apply(
         Err(d) => return out.fail([d]),
     };
     let spec = spec.unwrap_or_else(|| stored.selection.spec.clone());
-    execute_plan(paths, c, &exec, out, "apply", &spec, move |fresh| {
-        match phlo_transform_plan::staleness(&stored, &fresh) {
-            None => Ok(fresh),
-            Some(stale) => Err(stale),
-        }
-    })
-    .await
+    let command = PlanCommand::Apply {
+        stored: Box::new(stored),
+    };
+    execute_plan(paths, c, exec, out, command, &spec).await
 }
 
 pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
@@ -499,159 +491,49 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
         Ok(compiled) => compiled,
         Err(code) => return code,
     };
-    // Test what exists: nothing is built; models whose relation is missing block their tests.
-    let one_at_a_time = Execution::new(ExecutionArgs {
-        jobs: Some(phlo_transform_exec::TEST_JOBS),
-        ..ExecutionArgs::default()
-    });
-    execute_plan(paths, c, &one_at_a_time, out, "test", spec, |p| {
-        Ok(phlo_transform_plan::for_tests(p))
-    })
-    .await
+    let exec = Execution::new(ExecutionArgs::default());
+    execute_plan(paths, c, exec, out, PlanCommand::Test, spec).await
 }
 
+/// `run`, `apply`, `test`: one library call, shown as it goes by [`CommandLine`], then its
+/// report.
 async fn execute_plan(
     paths: &Paths,
     c: &Compilation,
-    exec: &Execution,
+    exec: Execution,
     out: Output<'_>,
-    command: &str,
+    command: PlanCommand,
     spec: &SelectorSpec,
-    adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
 ) -> u8 {
     let store = match open_state(paths).await {
         Ok(s) => s,
         Err(d) => return out.fail([d]),
     };
-    let binding = match super::bind(paths, c, store.clone()).await {
-        Ok(b) => b,
-        Err(d) => return out.fail([d]),
-    };
-    let environment = binding
-        .as_ref()
-        .map_or(MAIN_ENVIRONMENT, |b| b.environment.as_str());
-    // One writer per environment, from before planning until the run is recorded.
-    let lease =
-        match phlo_transform_exec::WriterLease::acquire(store.clone(), environment, WRITER_WAIT)
-            .await
-        {
-            Ok(lease) => lease,
-            Err(d) => return out.fail([d]),
-        };
-    if !out.json() && !lease.interrupted.is_empty() {
-        eprintln!(
-            "note: marked {} run(s) left running by a writer that is gone as interrupted: {}",
-            lease.interrupted.len(),
-            lease.interrupted.join(", ")
-        );
-    }
-    // The lease is held: the environment's pointers are read again, now that no other
-    // writer can move them.
-    let binding = match super::bind(paths, c, store.clone()).await {
-        Ok(b) => b,
-        Err(d) => {
-            lease.release().await;
-            return out.fail([d]);
-        }
-    };
-    let code = execute_plan_leased(
-        paths,
-        c,
-        exec,
-        out,
+    let artifacts = artifacts(paths);
+    let front = CommandLine::new(paths, c, &exec, command.builds(), out);
+    let request = PlanRequest {
+        compilation: c,
+        target: paths.target(),
+        store,
+        artifacts: &artifacts,
         command,
         spec,
-        adjust,
-        store,
-        binding.as_ref(),
-    )
-    .await;
-    lease.release().await;
-    code
-}
-
-/// How long a run waits for another writer of the same environment to finish.
-const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-#[allow(clippy::too_many_arguments)]
-async fn execute_plan_leased(
-    paths: &Paths,
-    c: &Compilation,
-    exec: &Execution,
-    mut out: Output<'_>,
-    command: &str,
-    spec: &SelectorSpec,
-    adjust: impl FnOnce(Plan) -> Result<Plan, Diagnostic>,
-    store: std::sync::Arc<dyn phlo_transform_state::StateStore>,
-    binding: Option<&phlo_transform_exec::environments::Binding>,
-) -> u8 {
-    let jobs = exec.jobs(c);
-    let opened = super::open_bound_engine(paths, c, binding, Purpose::Run { jobs }).await;
-    let (engine, engine_diags) = match opened {
-        Ok(opened) => opened,
-        Err(d) => return out.fail([d]),
+        options: exec.options(),
     };
-    out.diagnostics(engine_diags);
-    let p = match phlo_transform_exec::planning::make_plan_in(
-        c,
-        binding,
-        engine.as_ref(),
-        store.as_ref(),
-        spec,
-    )
-    .await
-    .and_then(|p| adjust(p).map_err(|d| vec![d]))
-    {
-        Ok(p) => p,
+    let executed = phlo_transform_exec::command::execute_plan(request, &front).await;
+    let mut out = front.into_output();
+    let executed = match executed {
+        Ok(executed) => executed,
         Err(diags) => return out.fail(diags),
     };
-    if !out.json() && !exec.args.events && command != "test" {
-        print!("{}", p.human());
-        println!();
-    }
-    let executed = run_plan(
-        paths,
-        c,
-        &p,
-        engine,
-        store.clone(),
-        command,
-        exec,
-        out.json(),
-    )
-    .await;
-    let report = match executed {
-        Ok(r) => r,
-        Err(e) => {
-            return out.fail([
-                Diagnostic::error(codes::STATE_WRITE_FAILED, format!("the run stopped: its progress could not be recorded: {}", e.message))
-                    .with_help("check that the state database is writable; the run cannot be trusted without its record"),
-            ])
-        }
-    };
-    // The run's writes become the environment's pointers, and the run is bound to them.
-    if let Some(b) = binding {
-        if let Err(d) = b.commit_run(&store, &report).await {
-            return out.fail([d]);
-        }
-    }
-    // A run emits the lineage documents (SPEC §71); `test` only keeps existing ones current.
-    let lineage = if command == "test" {
-        LineageArtifacts::RefreshExisting
-    } else {
-        LineageArtifacts::Wanted
-    };
-    let artifacts = write_compile_artifacts(paths, c, lineage)
-        .and_then(|_| write_artifact(paths, "plan.json", &p))
-        .and_then(|_| write_artifact(paths, "run.json", &report));
-    if let Err(d) = artifacts {
+    if let Some(d) = executed.artifacts {
         out.diagnostics([d]);
     }
     // With --events the `run_finished` event already carried the report.
     if !exec.args.events {
-        out.report(&report);
+        out.report(&executed.report);
     }
-    if report.failed() {
+    if executed.report.failed() {
         EXIT_FAILURES
     } else {
         EXIT_OK

@@ -6,6 +6,7 @@ use phlo_transform_adapter::{Adapter, Purpose, SchemaRead};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::target::CommandTarget;
 use phlo_transform_project::Workspace;
 use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
@@ -58,6 +59,18 @@ impl Paths {
     }
 }
 
+impl Paths {
+    /// Where a command runs, as the library reads it.
+    pub fn target(&self) -> CommandTarget<'_> {
+        CommandTarget {
+            root: &self.root,
+            warehouse: &self.warehouse,
+            adapter: self.adapter.as_deref(),
+            reference: self.reference.as_deref(),
+        }
+    }
+}
+
 /// Loads and compiles the workspace at `paths.root`.
 ///
 /// A command compiles once and exits, so the compilation is leaked on purpose: freeing every
@@ -99,18 +112,6 @@ pub async fn open_state_read_only(paths: &Paths) -> Result<Arc<dyn StateStore>, 
         .map_err(|e| paths.state.unavailable(e))
 }
 
-/// Opens the adapter `--adapter` / `[adapter]` chooses for `c`. Problems that leave it usable
-/// (a source the local engine cannot register) come back as warnings; a warehouse that
-/// cannot be reached is an error.
-async fn open_engine(
-    paths: &Paths,
-    c: &Compilation,
-    purpose: Purpose,
-) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
-    let target = c.workspace.adapter_target(paths.adapter.as_deref())?;
-    phlo_transform_adapter::open_diagnosed(&target, &paths.root, c, purpose).await
-}
-
 /// The environment `--ref` names (default main) when the target has environments (the local
 /// engine); `None` on other adapters without `--ref`.
 pub async fn bind(
@@ -118,15 +119,7 @@ pub async fn bind(
     c: &Compilation,
     store: Arc<dyn StateStore>,
 ) -> Result<Option<phlo_transform_exec::environments::Binding>, Diagnostic> {
-    let target = c.workspace.adapter_target(paths.adapter.as_deref())?;
-    phlo_transform_exec::environments::bind_target(
-        store,
-        &paths.warehouse,
-        target.kind(),
-        target.settings.default_schema.as_deref(),
-        paths.reference.as_deref(),
-    )
-    .await
+    paths.target().bind(c, store).await
 }
 
 /// The engine of `binding` when there is one, else the one `--adapter` chooses.
@@ -136,14 +129,7 @@ pub async fn open_bound_engine(
     binding: Option<&phlo_transform_exec::environments::Binding>,
     purpose: Purpose,
 ) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
-    let Some(binding) = binding else {
-        return open_engine(paths, c, purpose).await;
-    };
-    let (engine, problems) = binding.open_engine(c, purpose).await;
-    Ok((
-        engine,
-        phlo_transform_adapter::unreadable_relations(problems),
-    ))
+    paths.target().open_engine(c, binding, purpose).await
 }
 
 /// The embedded local engine over the workspace's warehouse with every source registered,

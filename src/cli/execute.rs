@@ -1,19 +1,21 @@
 //! The execution flags of `run`/`apply` (SPEC §79), the continuations `run --resume` and
-//! `run --retry-failed` (SPEC §65a), and running a plan with its event consumers (progress,
-//! `--events`, OpenLineage) and Ctrl-C.
+//! `run --retry-failed` (SPEC §65a), and the command line as the front end of a plan's
+//! execution: its event consumers (progress, `--events`, OpenLineage), Ctrl-C, and the
+//! diagnostics and plan it shows as the library goes.
 
 use clap::Args;
-use phlo_transform_adapter::Adapter;
-use phlo_transform_compiler::Compilation;
-use phlo_transform_exec::{
-    execute, CancelHandle, Continuation, EventSink, RetryPolicy, RunOptions, RunReport,
-};
+use phlo_transform_compiler::artifacts::LineageArtifacts;
+use phlo_transform_compiler::{ArtifactDir, Compilation};
+use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::command::{ExecutionOptions, LocalFuture, PendingRun, PlanFrontEnd};
+use phlo_transform_exec::{CancelHandle, Continuation, EventSink, RunReport};
 use phlo_transform_plan::{Plan, SelectorSpec};
-use phlo_transform_state::{StateError, StateStore};
-use std::sync::Arc;
+use phlo_transform_state::StateError;
+use std::cell::RefCell;
 use std::time::Duration;
 
 use super::progress::{JsonLines, Progress};
+use super::render::{Output, Report};
 use super::Paths;
 
 #[derive(Args, Clone, Debug, Default)]
@@ -57,11 +59,16 @@ impl Execution {
         }
     }
 
-    pub fn jobs(&self, c: &Compilation) -> usize {
-        phlo_transform_exec::jobs(
-            self.args.jobs,
-            c.workspace.config.transform.execution.max_concurrency,
-        )
+    /// The library's options for this execution.
+    pub fn options(&self) -> ExecutionOptions {
+        ExecutionOptions {
+            jobs: self.args.jobs,
+            retries: self.args.retries,
+            fail_fast: self.args.fail_fast,
+            model_timeout: self.args.model_timeout,
+            rerun_tests: self.args.rerun_tests,
+            continuation: self.continuation.clone(),
+        }
     }
 }
 
@@ -95,60 +102,116 @@ pub async fn continuation(
     Ok((spec, Execution { args, continuation }))
 }
 
-/// Executes `plan` with the run's event consumers: the progress display (text mode),
-/// `--events` JSON Lines, OpenLineage; Ctrl-C cancels the run (a second one exits at once).
-#[allow(clippy::too_many_arguments)]
-pub async fn run_plan(
-    paths: &Paths,
-    c: &Compilation,
-    plan: &Plan,
-    engine: Arc<dyn Adapter>,
-    store: Arc<dyn StateStore>,
-    command: &str,
-    exec: &Execution,
-    json: bool,
-) -> Result<RunReport, StateError> {
-    // OpenLineage only for the commands that build; `test` builds nothing.
-    let lineage = match command {
-        "run" | "apply" => super::openlineage::RunLineage::start(paths, c, store.as_ref()).await,
-        _ => None,
-    };
-    let lineage_sink = lineage
-        .as_ref()
-        .map(|l| phlo_transform_openlineage::RunEmitter::new(c, &l.config, &l.emitter, command));
-    let progress = (!json && !exec.args.events && command != "test")
-        .then(|| Progress::new(phlo_transform_exec::models_ending(plan)));
-    let mut events: Vec<&dyn EventSink> = Vec::new();
-    if let Some(p) = &progress {
-        events.push(p);
+/// The command line as the front end of `run`, `apply` and `test`: diagnostics collected in
+/// its output, the plan printed before a build runs, the run's events on stderr (progress) or
+/// stdout (`--events`) and to OpenLineage, Ctrl-C cancelling the run.
+pub struct CommandLine<'a> {
+    paths: &'a Paths,
+    c: &'a Compilation,
+    /// `--events`.
+    events: bool,
+    /// Whether the command builds (the plan and the progress are shown only then).
+    builds: bool,
+    out: RefCell<Output<'a>>,
+}
+
+impl<'a> CommandLine<'a> {
+    pub fn new(
+        paths: &'a Paths,
+        c: &'a Compilation,
+        exec: &Execution,
+        builds: bool,
+        out: Output<'a>,
+    ) -> Self {
+        CommandLine {
+            paths,
+            c,
+            events: exec.args.events,
+            builds,
+            out: RefCell::new(out),
+        }
     }
-    if exec.args.events {
-        events.push(&JsonLines);
+
+    /// The output, with the diagnostics collected so far.
+    pub fn into_output(self) -> Output<'a> {
+        self.out.into_inner()
     }
-    if let Some(l) = &lineage_sink {
-        events.push(l);
+
+    fn json(&self) -> bool {
+        self.out.borrow().json()
     }
-    let cancel = CancelHandle::default();
-    let on_interrupt = tokio::spawn(interrupt(cancel.clone()));
-    let options = RunOptions {
-        jobs: exec.jobs(c),
-        command: command.to_string(),
-        retry: RetryPolicy::new(exec.args.retries),
-        fail_fast: exec.args.fail_fast,
-        model_timeout: exec.args.model_timeout,
-        cancel,
-        events,
-        continuation: exec.continuation.clone(),
-        rerun_tests: exec.args.rerun_tests,
-    };
-    let executed = execute(c, plan, engine, store, &options).await;
-    on_interrupt.abort();
-    drop(options);
-    drop(lineage_sink);
-    if let Some(l) = lineage {
-        l.emitter.finish().await;
+
+    async fn run_with_consumers(&self, run: PendingRun<'_>) -> Result<RunReport, StateError> {
+        // OpenLineage only for the commands that build; `test` builds nothing.
+        let lineage = match run.builds {
+            true => {
+                super::openlineage::RunLineage::start(self.paths, self.c, run.store.as_ref()).await
+            }
+            false => None,
+        };
+        let lineage_sink = lineage.as_ref().map(|l| {
+            phlo_transform_openlineage::RunEmitter::new(self.c, &l.config, &l.emitter, run.command)
+        });
+        let progress = (!self.json() && !self.events && run.builds)
+            .then(|| Progress::new(phlo_transform_exec::models_ending(run.plan)));
+        let mut events: Vec<&dyn EventSink> = Vec::new();
+        if let Some(p) = &progress {
+            events.push(p);
+        }
+        if self.events {
+            events.push(&JsonLines);
+        }
+        if let Some(l) = &lineage_sink {
+            events.push(l);
+        }
+        let on_interrupt = tokio::spawn(interrupt(run.cancel.clone()));
+        let executed = run.with(events).await;
+        on_interrupt.abort();
+        drop(lineage_sink);
+        if let Some(l) = lineage {
+            l.emitter.finish().await;
+        }
+        executed
     }
-    executed
+}
+
+impl PlanFrontEnd for CommandLine<'_> {
+    fn warnings(&self, diagnostics: Vec<Diagnostic>) {
+        self.out.borrow_mut().diagnostics(diagnostics);
+    }
+
+    fn interrupted(&self, runs: &[String]) {
+        if !self.json() {
+            eprintln!(
+                "note: marked {} run(s) left running by a writer that is gone as interrupted: {}",
+                runs.len(),
+                runs.join(", ")
+            );
+        }
+    }
+
+    fn planned(&self, plan: &Plan) {
+        if !self.json() && !self.events && self.builds {
+            print!("{}", plan.human());
+            println!();
+        }
+    }
+
+    fn execute<'f>(
+        &'f self,
+        run: PendingRun<'f>,
+    ) -> LocalFuture<'f, Result<RunReport, StateError>> {
+        Box::pin(self.run_with_consumers(run))
+    }
+
+    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic> {
+        phlo_transform_openlineage::write_compile_artifacts(
+            &ArtifactDir::new(&self.paths.artifacts),
+            self.c,
+            &self.paths.warehouse,
+            lineage,
+        )
+    }
 }
 
 /// Ctrl-C or SIGTERM (what `kill`, systemd and container runtimes send): the first cancels

@@ -6,6 +6,7 @@
 
 mod cancel;
 pub mod clean;
+pub mod command;
 pub mod continuation;
 pub mod diff;
 pub mod environments;
@@ -21,6 +22,7 @@ mod recorder;
 mod report;
 mod scheduler;
 mod source_failure;
+pub mod target;
 mod tests_run;
 
 pub use cancel::CancelHandle;

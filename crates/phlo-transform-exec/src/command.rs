@@ -1,0 +1,261 @@
+//! A command that executes a plan (`run`, `apply`, `test`) from the writer lease to the
+//! artifacts: the one call every front end (the command line, a daemon) makes. The front end
+//! sees the steps through [`PlanFrontEnd`] and renders what comes back.
+
+use phlo_transform_adapter::Purpose;
+use phlo_transform_compiler::artifacts::LineageArtifacts;
+use phlo_transform_compiler::{ArtifactDir, Compilation};
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_plan::{Plan, SelectorSpec};
+use phlo_transform_state::{StateError, StateStore};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::environments::{Binding, MAIN_ENVIRONMENT};
+use crate::target::CommandTarget;
+use crate::{
+    execute, CancelHandle, Continuation, EventSink, RetryPolicy, RunOptions, RunReport,
+    WriterLease, TEST_JOBS,
+};
+
+/// How long a run waits for another writer of the same environment to finish.
+const WRITER_WAIT: Duration = Duration::from_secs(5);
+
+/// Which command executes the plan, and how it turns the fresh plan into what it executes.
+pub enum PlanCommand {
+    /// `run`: the plan as made, every selected incremental model rebuilt with `full_refresh`.
+    Run { full_refresh: bool },
+    /// `apply`: exactly the stored plan, refused as stale when the fresh plan differs.
+    Apply { stored: Box<Plan> },
+    /// `test`: nothing built; models whose relation is missing block their tests.
+    Test,
+}
+
+impl PlanCommand {
+    /// The name runs are recorded under.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PlanCommand::Run { .. } => "run",
+            PlanCommand::Apply { .. } => "apply",
+            PlanCommand::Test => "test",
+        }
+    }
+
+    /// Whether the command builds models (`test` only tests what exists).
+    pub fn builds(&self) -> bool {
+        !matches!(self, PlanCommand::Test)
+    }
+
+    fn rewrite(&self, fresh: Plan) -> Result<Plan, Diagnostic> {
+        match self {
+            PlanCommand::Run { full_refresh: true } => {
+                Ok(phlo_transform_plan::with_full_refresh(fresh))
+            }
+            PlanCommand::Run {
+                full_refresh: false,
+            } => Ok(fresh),
+            PlanCommand::Apply { stored } => match phlo_transform_plan::staleness(stored, &fresh) {
+                None => Ok(fresh),
+                Some(stale) => Err(stale),
+            },
+            PlanCommand::Test => Ok(phlo_transform_plan::for_tests(fresh)),
+        }
+    }
+
+    /// A run emits the lineage documents (SPEC §71); `test` only keeps existing ones current.
+    fn lineage(&self) -> LineageArtifacts {
+        if self.builds() {
+            LineageArtifacts::Wanted
+        } else {
+            LineageArtifacts::RefreshExisting
+        }
+    }
+}
+
+/// How the run executes (SPEC §79, §65a).
+#[derive(Clone, Debug, Default)]
+pub struct ExecutionOptions {
+    /// Models built at once; `None`: [`crate::jobs`]'s default. `test` always uses
+    /// [`TEST_JOBS`].
+    pub jobs: Option<usize>,
+    /// Extra attempts for transient failures.
+    pub retries: u32,
+    pub fail_fast: bool,
+    pub model_timeout: Option<Duration>,
+    pub rerun_tests: bool,
+    pub continuation: Continuation,
+}
+
+/// One command that executes a plan.
+pub struct PlanRequest<'a> {
+    pub compilation: &'a Compilation,
+    pub target: CommandTarget<'a>,
+    pub store: Arc<dyn StateStore>,
+    pub artifacts: &'a ArtifactDir,
+    pub command: PlanCommand,
+    pub spec: &'a SelectorSpec,
+    pub options: ExecutionOptions,
+}
+
+/// A future a front end returns from [`PlanFrontEnd::execute`].
+pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// What a front end sees of the steps, and what it adds around the execution.
+pub trait PlanFrontEnd {
+    /// Problems that leave the engine usable (a relation it cannot read), as found.
+    fn warnings(&self, diagnostics: Vec<Diagnostic>);
+    /// Runs a writer that is gone left `running`, marked interrupted once the lease is held.
+    fn interrupted(&self, _runs: &[String]) {}
+    /// The plan as the command will execute it, before anything runs.
+    fn planned(&self, _plan: &Plan) {}
+    /// Executes `run` with the front end's event consumers ([`PendingRun::with`]) and
+    /// whatever surrounds them (cancelling on a signal, transports started and drained).
+    fn execute<'a>(&'a self, run: PendingRun<'a>)
+        -> LocalFuture<'a, Result<RunReport, StateError>>;
+    /// Writes the compilation's artifacts (manifest, graph, and the lineage documents as
+    /// `lineage` says); OpenLineage's documents are written by a crate above this one.
+    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic>;
+}
+
+/// A run made and ready: the front end starts it with its event consumers.
+pub struct PendingRun<'a> {
+    pub compilation: &'a Compilation,
+    pub plan: &'a Plan,
+    /// The command's recorded name (`run`, `apply`, `test`).
+    pub command: &'static str,
+    /// Whether the command builds models.
+    pub builds: bool,
+    /// Cancels the run cleanly (in-flight models recorded `cancelled`).
+    pub cancel: CancelHandle,
+    /// The state the run is recorded in.
+    pub store: Arc<dyn StateStore>,
+    engine: Arc<dyn phlo_transform_adapter::Adapter>,
+    jobs: usize,
+    options: &'a ExecutionOptions,
+}
+
+impl PendingRun<'_> {
+    /// Executes the run, every event handed to `events`.
+    pub async fn with(self, events: Vec<&dyn EventSink>) -> Result<RunReport, StateError> {
+        let options = RunOptions {
+            jobs: self.jobs,
+            command: self.command.to_string(),
+            retry: RetryPolicy::new(self.options.retries),
+            fail_fast: self.options.fail_fast,
+            model_timeout: self.options.model_timeout,
+            cancel: self.cancel,
+            events,
+            continuation: self.options.continuation.clone(),
+            rerun_tests: self.options.rerun_tests,
+        };
+        execute(
+            self.compilation,
+            self.plan,
+            self.engine,
+            self.store,
+            &options,
+        )
+        .await
+    }
+}
+
+/// What an executed command ends with.
+pub struct Executed {
+    pub report: RunReport,
+    /// The artifacts could not be written: reported, but the run stands.
+    pub artifacts: Option<Diagnostic>,
+}
+
+/// Executes the plan of `request`: the environment's writer lease, the binding read again
+/// under it, the engine, the plan and the command's rewrite of it, the run, the run's writes
+/// committed to the environment, the artifacts. `Err` carries the diagnostics that stopped
+/// it.
+pub async fn execute_plan(
+    request: PlanRequest<'_>,
+    front: &dyn PlanFrontEnd,
+) -> Result<Executed, Vec<Diagnostic>> {
+    let c = request.compilation;
+    let store = request.store.clone();
+    let binding = request
+        .target
+        .bind(c, store.clone())
+        .await
+        .map_err(|d| vec![d])?;
+    let environment = binding
+        .as_ref()
+        .map_or(MAIN_ENVIRONMENT, |b| b.environment.as_str());
+    // One writer per environment, from before planning until the run is recorded.
+    let lease = WriterLease::acquire(store.clone(), environment, WRITER_WAIT)
+        .await
+        .map_err(|d| vec![d])?;
+    if !lease.interrupted.is_empty() {
+        front.interrupted(&lease.interrupted);
+    }
+    // The lease is held: the environment's pointers are read again, now that no other writer
+    // can move them.
+    let executed = match request.target.bind(c, store.clone()).await {
+        Ok(binding) => execute_leased(&request, binding.as_ref(), front).await,
+        Err(d) => Err(vec![d]),
+    };
+    lease.release().await;
+    executed
+}
+
+async fn execute_leased(
+    request: &PlanRequest<'_>,
+    binding: Option<&Binding>,
+    front: &dyn PlanFrontEnd,
+) -> Result<Executed, Vec<Diagnostic>> {
+    let c = request.compilation;
+    let store = &request.store;
+    let jobs = if request.command.builds() {
+        crate::jobs(
+            request.options.jobs,
+            c.workspace.config.transform.execution.max_concurrency,
+        )
+    } else {
+        TEST_JOBS
+    };
+    let (engine, warnings) = request
+        .target
+        .open_engine(c, binding, Purpose::Run { jobs })
+        .await
+        .map_err(|d| vec![d])?;
+    front.warnings(warnings);
+    let plan =
+        crate::planning::make_plan_in(c, binding, engine.as_ref(), store.as_ref(), request.spec)
+            .await
+            .and_then(|p| request.command.rewrite(p).map_err(|d| vec![d]))?;
+    front.planned(&plan);
+    let run = PendingRun {
+        compilation: c,
+        plan: &plan,
+        command: request.command.name(),
+        builds: request.command.builds(),
+        cancel: CancelHandle::default(),
+        engine,
+        store: store.clone(),
+        jobs,
+        options: &request.options,
+    };
+    let report = front.execute(run).await.map_err(|e| {
+        vec![Diagnostic::error(
+            codes::STATE_WRITE_FAILED,
+            format!("the run stopped: its progress could not be recorded: {}", e.message),
+        )
+        .with_help("check that the state database is writable; the run cannot be trusted without its record")]
+    })?;
+    // The run's writes become the environment's pointers, and the run is bound to them.
+    if let Some(b) = binding {
+        b.commit_run(store, &report).await.map_err(|d| vec![d])?;
+    }
+    let artifacts = front
+        .write_compile_artifacts(request.command.lineage())
+        .and_then(|_| request.artifacts.write("plan.json", &plan))
+        .and_then(|_| request.artifacts.write("run.json", &report))
+        .err();
+    Ok(Executed { report, artifacts })
+}
