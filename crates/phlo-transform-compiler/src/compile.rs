@@ -1,16 +1,17 @@
 //! `Compilation::compile`: parse every model, resolve its relations, build the graph, report
 //! cycles, compute versions in topological order and compile tests. Every problem in the
-//! workspace is reported in one pass.
+//! workspace is reported in one pass. Parsing and typing take what they can from the compile
+//! cache (`cache`), when given one.
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
 use phlo_transform_project::{EffectiveConfig, ModelFile, Workspace};
-use phlo_transform_sql::canonical::canonical_text;
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
 use phlo_transform_sql::{extract_relations, parse_query, template};
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cache::{CacheStats, CompileCache};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
@@ -41,6 +42,8 @@ pub struct Compilation {
     /// The target dialect (`[transform] dialect`; `datafusion` by default).
     pub dialect: crate::dialect::Dialect,
     pub diagnostics: Diagnostics,
+    /// What the compile cache answered ([`Compilation::compile_cached`]).
+    pub cache_stats: CacheStats,
 }
 
 /// What [`Compilation::lookup_model`] found.
@@ -53,11 +56,30 @@ pub enum ModelLookup {
 }
 
 impl Compilation {
+    /// Compiles without the compile cache.
     pub fn compile(
-        mut workspace: Workspace,
+        workspace: Workspace,
         catalog: CatalogSnapshot,
         catalog_diagnostics: Vec<Diagnostic>,
     ) -> Compilation {
+        Self::compile_cached(
+            workspace,
+            catalog,
+            catalog_diagnostics,
+            &CompileCache::disabled(),
+        )
+    }
+
+    /// Compiles, taking from `cache` what an earlier compile computed for the same inputs
+    /// (parsing by a model's text, typing by its text and its inputs' schemas) and storing
+    /// what it computes. The result is the same with or without the cache.
+    pub fn compile_cached(
+        mut workspace: Workspace,
+        catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+        cache: &CompileCache,
+    ) -> Compilation {
+        let mut stats = CacheStats::default();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let resolver = Resolver::new(&workspace);
@@ -67,11 +89,18 @@ impl Compilation {
         let mut edges = Vec::new();
         let compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
-            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
+            |(index, file)| {
+                compile_model(index, file, &workspace, &resolver, &sql_dialect, cache)
+            },
         );
         let mut canonical = Vec::with_capacity(compiled.len());
-        for (index, (model, diags, text)) in compiled.into_iter().enumerate() {
+        for (index, (model, diags, text, hit)) in compiled.into_iter().enumerate() {
             canonical.push(text);
+            if hit {
+                stats.parse_hits += 1;
+            } else {
+                stats.parsed.push(index);
+            }
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -105,14 +134,17 @@ impl Compilation {
         }
         let order = graph.topological_order();
         let dialect = typing::load_dialect(&workspace, &mut diagnostics);
-        typing::infer(
+        let typed = typing::infer(
             &mut models,
             &order,
             &catalog,
             &workspace,
             &dialect,
+            cache,
             &mut diagnostics,
         );
+        stats.type_hits = typed.hits;
+        stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
         compute_versions(&mut models, canonical, &order, &workspace, &catalog);
@@ -137,6 +169,7 @@ impl Compilation {
             lineage: OnceLock::new(),
             dialect,
             diagnostics,
+            cache_stats: stats,
         }
     }
 
@@ -223,16 +256,18 @@ impl Compilation {
     }
 }
 
-/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
-/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
-/// not parse); the AST is dropped here.
+/// Parses (or reads from the cache), resolves and canonicalises one model. Returns the model,
+/// its diagnostics, its canonical SQL (relations replaced by the identities they resolve to;
+/// `None` when it did not parse or a relation did not resolve) and whether the cache answered
+/// the parse; no AST is kept.
 fn compile_model(
     index: usize,
     file: &ModelFile,
     ws: &Workspace,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
-) -> (CompiledModel, Vec<Diagnostic>, Option<String>) {
+    cache: &CompileCache,
+) -> (CompiledModel, Vec<Diagnostic>, Option<String>, bool) {
     let mut diags = Vec::new();
     let mut model = CompiledModel {
         name: file.name.clone(),
@@ -255,23 +290,31 @@ fn compile_model(
             Err(d) => {
                 diags.push(d);
                 model.has_errors = true;
-                return (model, diags, None);
+                return (model, diags, None, false);
             }
         }
     } else {
         file.text.clone()
     };
-    let parsed = match parse_query(&text, &file.path, dialect) {
+    // The target prints this AST as written: what its dialect lacks is an error now (A009).
+    let target_dialect = ws
+        .config
+        .transform
+        .dialect
+        .as_deref()
+        .unwrap_or("datafusion");
+    let (parsed, hit) = crate::parsed::parse(&text, &file.path, target_dialect, dialect, cache);
+    let parsed = match parsed {
         Ok(p) => p,
         Err(d) => {
             diags.push(d);
             model.has_errors = true;
-            return (model, diags, None);
+            return (model, diags, None, hit);
         }
     };
     let mut upstream = BTreeSet::new();
     let mut sources = BTreeSet::new();
-    for relation in extract_relations(&parsed.query) {
+    for relation in parsed.relations() {
         let target = match resolver.resolve(&relation, Context::Model(index), &file.path) {
             Ok(t) => Some(t),
             Err(d) => {
@@ -293,37 +336,24 @@ fn compile_model(
     }
     model.upstream = upstream.into_iter().collect();
     model.sources = sources.into_iter().collect();
-    // The target prints this AST as written: what its dialect lacks is an error now (A009).
-    let target = ws
-        .config
-        .transform
-        .dialect
-        .as_deref()
-        .unwrap_or("datafusion");
-    for u in phlo_transform_sql::dialects::unsupported(&parsed.query, target) {
-        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message)
+    for u in &parsed.unsupported {
+        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message.clone())
             .in_file(&file.path)
-            .with_help(u.help);
+            .with_help(u.help.clone());
         if let Some(span) = u.span {
-            d = d.with_span(span);
+            d = d.with_span(crate::parsed::span_from(span));
         }
         diags.push(d);
         model.has_errors = true;
     }
-    let canonical = canonical_text(&parsed.query, |parts| {
-        let target = model
-            .relations
-            .iter()
-            .find(|r| r.relation.parts == parts)?
-            .target
-            .as_ref()?;
-        Some(match target {
+    let canonical = parsed.canonical(|k| {
+        Some(match model.relations[k].target.as_ref()? {
             Target::Model(u) => format!("model:{}", ws.models[*u].id),
             Target::Source(s) => format!("source:{s}"),
         })
     });
     model.sql = Some(text.into());
-    (model, diags, Some(canonical))
+    (model, diags, canonical, hit)
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
