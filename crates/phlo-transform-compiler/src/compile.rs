@@ -89,9 +89,7 @@ impl Compilation {
         let mut edges = Vec::new();
         let compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
-            |(index, file)| {
-                compile_model(index, file, &workspace, &resolver, &sql_dialect, cache)
-            },
+            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, cache),
         );
         let mut canonical = Vec::with_capacity(compiled.len());
         for (index, (model, diags, text, hit)) in compiled.into_iter().enumerate() {

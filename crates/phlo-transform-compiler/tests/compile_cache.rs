@@ -50,8 +50,14 @@ fn outputs(c: &Compilation) -> BTreeMap<&'static str, String> {
         ("models", format!("{:#?}", c.models)),
         ("order", format!("{:?}", c.order)),
         ("tests", tests.join("\n")),
-        ("manifest.json", serde_json::to_string(&c.manifest()).unwrap()),
-        ("graph.json", serde_json::to_string(&c.graph_document()).unwrap()),
+        (
+            "manifest.json",
+            serde_json::to_string(&c.manifest()).unwrap(),
+        ),
+        (
+            "graph.json",
+            serde_json::to_string(&c.graph_document()).unwrap(),
+        ),
         (
             "lineage.json",
             serde_json::to_string(&c.lineage().document()).unwrap(),
@@ -63,12 +69,18 @@ fn outputs(c: &Compilation) -> BTreeMap<&'static str, String> {
 fn assert_same(label: &str, a: &Compilation, b: &Compilation) {
     let (a, b) = (outputs(a), outputs(b));
     for (what, text) in &a {
-        assert!(text == &b[what], "{label}: {what} differs between the compiles");
+        assert!(
+            text == &b[what],
+            "{label}: {what} differs between the compiles"
+        );
     }
 }
 
 fn names(c: &Compilation, indices: &[usize]) -> Vec<String> {
-    indices.iter().map(|&i| c.models[i].name.to_string()).collect()
+    indices
+        .iter()
+        .map(|&i| c.models[i].name.to_string())
+        .collect()
 }
 
 /// Fixtures with every kind of model: each plan-node type for lineage, TPC-H, type and
@@ -117,7 +129,10 @@ fn a_warm_compile_is_identical_to_a_cold_one() {
             .iter()
             .filter(|m| m.plan_fingerprint.is_some())
             .count();
-        assert!(typed > 0 || label.starts_with("errors"), "{label}: nothing typed");
+        assert!(
+            typed > 0 || label.starts_with("errors"),
+            "{label}: nothing typed"
+        );
         assert_eq!(warm.cache_stats.parse_hits, parsed, "{label}");
         assert_eq!(warm.cache_stats.type_hits, typed, "{label}");
         let failed_typing: Vec<usize> = cold
@@ -148,7 +163,10 @@ fn shop(dir: &Path) {
     for (name, sql) in [
         ("a", "select id, amount from raw.orders"),
         ("b", "select id, amount * 2 as doubled from shop.a"),
-        ("c", "select id, sum(doubled) as total from shop.b group by id"),
+        (
+            "c",
+            "select id, sum(doubled) as total from shop.b group by id",
+        ),
         ("d", "select id, status from raw.orders"),
     ] {
         write_model(dir, name, sql);
@@ -172,12 +190,20 @@ fn an_edit_recomputes_the_model_and_the_readers_whose_inputs_changed() {
     assert!(warm.cache_stats.parsed.is_empty() && warm.cache_stats.typed.is_empty());
 
     // Same output schema: only `a` is parsed and typed again.
-    write_model(dir, "a", "select id, amount from raw.orders where amount > 0");
+    write_model(
+        dir,
+        "a",
+        "select id, amount from raw.orders where amount > 0",
+    );
     let edited = compile(dir, &cache);
     assert_eq!(names(&edited, &edited.cache_stats.parsed), ["shop.a"]);
     assert_eq!(names(&edited, &edited.cache_stats.typed), ["shop.a"]);
     assert_eq!(edited.cache_stats.type_hits, 3);
-    assert_same("same schema", &compile(dir, &CompileCache::disabled()), &edited);
+    assert_same(
+        "same schema",
+        &compile(dir, &CompileCache::disabled()),
+        &edited,
+    );
     // `a`'s version changed and `b`'s with it (versions chain), from the cache or not.
     assert_ne!(
         cold.models[0].version.as_ref().unwrap().version,
@@ -193,7 +219,11 @@ fn an_edit_recomputes_the_model_and_the_readers_whose_inputs_changed() {
         names(&widened, &widened.cache_stats.typed),
         ["shop.a", "shop.b"]
     );
-    assert_same("new column", &compile(dir, &CompileCache::disabled()), &widened);
+    assert_same(
+        "new column",
+        &compile(dir, &CompileCache::disabled()),
+        &widened,
+    );
 
     // `a`'s column changes type: `b`'s output type changes too, so `c` is typed again.
     write_model(
@@ -206,7 +236,11 @@ fn an_edit_recomputes_the_model_and_the_readers_whose_inputs_changed() {
         names(&retyped, &retyped.cache_stats.typed),
         ["shop.a", "shop.b", "shop.c"]
     );
-    assert_same("new type", &compile(dir, &CompileCache::disabled()), &retyped);
+    assert_same(
+        "new type",
+        &compile(dir, &CompileCache::disabled()),
+        &retyped,
+    );
 
     // Back to the first text: everything is in the cache again.
     write_model(dir, "a", "select id, amount from raw.orders");
