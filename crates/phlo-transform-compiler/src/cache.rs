@@ -111,6 +111,11 @@ impl CompileCache {
         let Ok(body) = serde_json::to_string(value) else {
             return;
         };
+        // Artifacts are written with secrets masked; an entry must be exact, so one that
+        // holds a secret (a templated var, a URL with a password) is not written at all.
+        if phlo_transform_core::secrets::scrub(&body) != body {
+            return;
+        }
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_extension(format!("{}.{n}.tmp", std::process::id()));
