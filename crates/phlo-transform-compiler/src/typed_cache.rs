@@ -8,7 +8,7 @@
 //! a CTE): the answers are stored with the entry and an entry whose answers no longer hold is
 //! a miss. Only successful typings are stored; errors are computed every time.
 
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::ipc::convert::{fb_to_schema, IpcSchemaEncoder};
 use datafusion::common::{Location, Span};
 use serde::{Deserialize, Serialize};
@@ -20,9 +20,22 @@ use crate::model::CompiledModel;
 use crate::plan_lineage::{ColumnDerivations, Derivation, Directness, InputColumn, Transformation};
 use crate::resolve::Target;
 use crate::semantics::Divergence;
-use crate::typing::Typed;
 
 const STAGE: &str = "type";
+
+/// What compiling keeps of a model planned and analysed: the plans themselves are dropped on
+/// the planning thread, so at most one plan per thread is alive (issue 17). This is also what
+/// the compile cache stores of a typing.
+pub(crate) struct Typed {
+    /// The schema of the analysed plan, after the target dialect's exact rewrites.
+    pub schema: SchemaRef,
+    /// Fingerprint and column lineage of the unanalysed plan: the analyzer's casts would add
+    /// transformation edges users did not write.
+    pub fingerprint: String,
+    pub lineage: Vec<ColumnDerivations>,
+    /// Constructs the local engine may compute differently from the target.
+    pub divergences: Vec<Divergence>,
+}
 
 /// One output column's lineage: exact, then (dataset, column, directness, transformation,
 /// expression) per derivation.

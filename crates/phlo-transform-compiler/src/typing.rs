@@ -27,12 +27,12 @@ use crate::cache::CompileCache;
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::model::{typing_query, CompiledModel, ModelSchema};
-use crate::plan_lineage::{column_lineage, ColumnDerivations};
+use crate::plan_lineage::column_lineage;
 use crate::relax;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
-use crate::typed_cache::TypingCache;
+use crate::typed_cache::{Typed, TypingCache};
 use crate::version::plan_fingerprint;
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
@@ -310,20 +310,6 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
         out[d].push(i);
     }
     out
-}
-
-/// What compiling keeps of a model planned and analysed: the plans themselves are dropped on
-/// the planning thread, so at most one plan per thread is alive (issue 17). This is also what
-/// the compile cache stores of a typing (`typed_cache`).
-pub(crate) struct Typed {
-    /// The schema of the analysed plan, after the target dialect's exact rewrites.
-    pub schema: SchemaRef,
-    /// Fingerprint and column lineage of the unanalysed plan: the analyzer's casts would add
-    /// transformation edges users did not write.
-    pub fingerprint: String,
-    pub lineage: Vec<ColumnDerivations>,
-    /// Constructs the local engine may compute differently from the target.
-    pub divergences: Vec<Divergence>,
 }
 
 /// What planning and analysing one model gave.
