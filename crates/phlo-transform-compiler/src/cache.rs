@@ -3,14 +3,16 @@
 //! no edits does not parse and type every model again.
 //!
 //! Content-addressed: an entry's name is the sha256 of everything its result depends on (the
-//! stage computes that key; see `compile::parse_stage` and `typing`), salted with the cache
+//! stage computes that key; see `parsed` and `typed_cache`), salted with the cache
 //! format and the build of the compiler that wrote it, so an entry is never stale, only
 //! unused. An entry is one file, written whole to a temporary name of its own and renamed into
 //! place (concurrent processes each rename a complete file; the last one wins, and both wrote
 //! the same bytes). Reading never fails a compile: a missing, truncated, corrupt or foreign
 //! file is a miss, and the stage computes the value and writes the file again.
 //!
-//! Unused entries are not removed (`phlo-transform clean` removes the directory).
+//! Entries live in a directory of the build that wrote them; each compile removes the other
+//! builds' directories ([`CompileCache::prune`]). Entries of the same build that edits left
+//! unused stay until `phlo-transform clean` removes the cache.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -31,7 +33,9 @@ pub const DIR: &str = ".phlo/cache/compile";
 /// One compile's view of the cache directory (or of no cache).
 #[derive(Clone, Debug)]
 pub struct CompileCache {
-    dir: Option<PathBuf>,
+    /// The cache directory and, in it, this build's own directory: entries of other builds
+    /// can never be read by this one, so [`CompileCache::prune`] removes them.
+    dirs: Option<(PathBuf, PathBuf)>,
 }
 
 /// A stage's entry name: the sha256 of its inputs.
@@ -64,13 +68,15 @@ impl KeyBuilder {
 impl CompileCache {
     /// No cache: every stage computes.
     pub fn disabled() -> Self {
-        CompileCache { dir: None }
+        CompileCache { dirs: None }
     }
 
     /// A cache in `dir` (created on first write).
     pub fn at(dir: impl Into<PathBuf>) -> Self {
+        let root: PathBuf = dir.into();
+        let own = root.join(&phlo_transform_core::hash::sha256_hex(build_id())[..16]);
         CompileCache {
-            dir: Some(dir.into()),
+            dirs: Some((root, own)),
         }
     }
 
@@ -84,11 +90,30 @@ impl CompileCache {
     }
 
     pub fn is_enabled(&self) -> bool {
-        self.dir.is_some()
+        self.dirs.is_some()
     }
 
     fn path(&self, stage: &str, key: &Key) -> Option<PathBuf> {
-        Some(self.dir.as_ref()?.join(stage).join(&key.0))
+        Some(self.dirs.as_ref()?.1.join(stage).join(&key.0))
+    }
+
+    /// Removes what other builds of the compiler stored (after an upgrade or a rebuild,
+    /// none of it can be read again), so the cache holds one build's entries. A concurrent
+    /// process of another build loses only its cache hits.
+    pub fn prune(&self) {
+        let Some((root, own)) = &self.dirs else {
+            return;
+        };
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if &path != own {
+                let _ = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+            }
+        }
     }
 
     /// The value stored under `key`, or `None` (absent, unreadable, or not what this build
@@ -119,11 +144,18 @@ impl CompileCache {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_extension(format!("{}.{n}.tmp", std::process::id()));
+        let text = format!("{HEADER}\n{}\n{body}", key.0);
         let write = || -> std::io::Result<()> {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
+            // The directory exists after the first entry: create it only when missing.
+            if let Err(e) = std::fs::write(&tmp, &text) {
+                match path.parent() {
+                    Some(parent) if e.kind() == std::io::ErrorKind::NotFound => {
+                        std::fs::create_dir_all(parent)?;
+                        std::fs::write(&tmp, &text)?;
+                    }
+                    _ => return Err(e),
+                }
             }
-            std::fs::write(&tmp, format!("{HEADER}\n{}\n{body}", key.0))?;
             std::fs::rename(&tmp, &path)
         };
         if write().is_err() {
@@ -206,6 +238,21 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn pruning_keeps_only_this_builds_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::at(dir.path());
+        let k = key("a");
+        cache.put("t", &k, &1u8);
+        std::fs::create_dir_all(dir.path().join("0123456789abcdef/t")).unwrap();
+        std::fs::write(dir.path().join("0123456789abcdef/t/x"), "old").unwrap();
+        std::fs::write(dir.path().join("stray"), "x").unwrap();
+        cache.prune();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(cache.get::<u8>("t", &k), Some(1));
+        CompileCache::disabled().prune();
     }
 
     #[test]

@@ -80,6 +80,7 @@ impl Compilation {
         cache: &CompileCache,
     ) -> Compilation {
         let mut stats = CacheStats::default();
+        cache.prune();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let resolver = Resolver::new(&workspace);
