@@ -100,6 +100,22 @@ impl DuckDbEngine {
         .map_err(|e| AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}")))?;
         result
     }
+
+    /// Runs `work` on `job` (a copy of it, on a connection of its own, see `on_connection`)
+    /// with the engine's catalog: a model's write.
+    async fn on_job(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+        work: impl FnOnce(&Connection, &MaterializeJob, &Catalog) -> Result<MaterializeOutcome, AdapterError>
+            + Send
+            + 'static,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let job = job.clone();
+        let catalog = self.catalog.clone();
+        self.on_connection(inflight, move |conn| work(conn, &job, &catalog))
+            .await
+    }
 }
 
 fn run(conn: &Connection, sql: &str) -> Result<(), AdapterError> {
@@ -206,30 +222,54 @@ fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> Stri
     )
 }
 
-fn build_full(
+/// Puts `job`'s relation in place: its schema first (see `ensure_schema`), then, in one
+/// transaction, the statements `statements` makes from what is at the relation now. The
+/// catalog records `now` as what is there after the commit. A table build and a view share
+/// these steps; only their statements and what they leave differ.
+fn replace(
     conn: &Connection,
     job: &MaterializeJob,
     catalog: &Catalog,
-) -> Result<MaterializeOutcome, AdapterError> {
+    statements: impl FnOnce(Option<RelationKind>) -> Vec<String>,
+    now: Option<RelationInfo>,
+) -> Result<(), AdapterError> {
     ensure_schema(conn, &job.relation, catalog)?;
     let existing = catalog
         .lookup(conn, std::slice::from_ref(&job.relation))?
         .remove(0)
         .map(|i| i.kind);
-    let built = catalog::table(job.table.label());
     write(
         conn,
-        &full_build(job, existing),
+        &statements(existing),
         Some(job),
         catalog,
         &job.relation,
-        built,
-    )?;
+        now,
+    )
+}
+
+fn build_full(
+    conn: &Connection,
+    job: &MaterializeJob,
+    catalog: &Catalog,
+) -> Result<MaterializeOutcome, AdapterError> {
+    let built = catalog::table(job.table.label());
+    replace(conn, job, catalog, |existing| full_build(job, existing), built)?;
     Ok(MaterializeOutcome {
         rows: Some(count(conn, &job.relation)?),
         write: Some("full".into()),
         ..MaterializeOutcome::default()
     })
+}
+
+fn create_view(
+    conn: &Connection,
+    job: &MaterializeJob,
+    catalog: &Catalog,
+) -> Result<MaterializeOutcome, AdapterError> {
+    let view = catalog::view();
+    replace(conn, job, catalog, |existing| view_statements(job, existing), view)?;
+    Ok(MaterializeOutcome::default())
 }
 
 fn incremental(
@@ -311,10 +351,7 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| build_full(conn, &job, &catalog))
-            .await
+        self.on_job(job, inflight, build_full).await
     }
 
     async fn create_view(
@@ -322,20 +359,7 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| {
-            ensure_schema(conn, &job.relation, &catalog)?;
-            let existing = catalog
-                .lookup(conn, std::slice::from_ref(&job.relation))?
-                .remove(0)
-                .map(|i| i.kind);
-            let statements = view_statements(&job, existing);
-            let view = catalog::view();
-            write(conn, &statements, Some(&job), &catalog, &job.relation, view)?;
-            Ok(MaterializeOutcome::default())
-        })
-        .await
+        self.on_job(job, inflight, create_view).await
     }
 
     async fn apply_incremental(
@@ -343,13 +367,13 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| match &job.table.incremental {
-            Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
-                incremental(conn, &job, s, &catalog)
+        self.on_job(job, inflight, |conn, job, catalog| {
+            match &job.table.incremental {
+                Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
+                    incremental(conn, job, s, catalog)
+                }
+                _ => build_full(conn, job, catalog),
             }
-            _ => build_full(conn, &job, &catalog),
         })
         .await
     }
