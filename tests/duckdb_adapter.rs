@@ -277,3 +277,23 @@ fn a_source_dropped_behind_our_back_fails_with_a003_and_the_next_run_repairs() {
         &DuckDb::in_dir(ws.path()),
     );
 }
+
+#[test]
+fn a_target_pointed_at_another_database_file_is_typed_from_that_file() {
+    let ws = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    scenarios::another_warehouse_is_never_typed_from_the_first_ones_schemas(
+        ws.path(),
+        &DuckDb(files.path().join("first.duckdb")),
+        &DuckDb(files.path().join("second.duckdb")),
+    );
+}
+
+#[test]
+fn a_warehouse_relation_only_a_test_reads_is_typed_from_duckdb() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
+        ws.path(),
+        &DuckDb::in_dir(ws.path()),
+    );
+}

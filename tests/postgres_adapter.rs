@@ -627,23 +627,160 @@ fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
     assert_eq!(local.code, 0, "{}", local.stderr);
 }
 
+/// A TCP forwarder to the test server on a port of its own: a URL through it reaches the
+/// server while it runs, and nothing (connection refused) once it is stopped, so a test can
+/// take the warehouse away and bring it back at an unchanged address.
+struct Forwarder {
+    port: u16,
+    to: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Forwarder {
+    /// Forwards to the host and port of `url` (a postgres:// URL).
+    fn to(url: &str) -> Forwarder {
+        let authority = url.split_once('@').map_or(url, |(_, a)| a);
+        let host_port = authority.split('/').next().unwrap();
+        let to = if host_port.contains(':') {
+            host_port.to_string()
+        } else {
+            format!("{host_port}:5432")
+        };
+        let mut f = Forwarder {
+            port: 0,
+            to,
+            stop: Default::default(),
+            accepting: None,
+        };
+        f.start();
+        f
+    }
+
+    /// `url` through the forwarder.
+    fn url(&self, url: &str) -> String {
+        let (before, after) = url.split_once('@').unwrap();
+        let path = after.split_once('/').map_or("", |(_, p)| p);
+        format!("{before}@127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// Listens (again, on the same port once it has one) and forwards every connection.
+    fn start(&mut self) {
+        use std::io::ErrorKind;
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        self.port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        self.stop = Default::default();
+        let (stop, to) = (self.stop.clone(), self.to.clone());
+        self.accepting = Some(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let Ok(server) = std::net::TcpStream::connect(&to) else {
+                            continue;
+                        };
+                        for (mut from, mut into) in [
+                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                            (server, client),
+                        ] {
+                            std::thread::spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut into);
+                                let _ = into.shutdown(std::net::Shutdown::Both);
+                            });
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("forwarder: {e}"),
+                }
+            }
+        }));
+    }
+
+    /// Stops listening: connections to the port are refused.
+    fn stop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.accepting.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A test database reached through a [`Forwarder`]: the workspace's URL goes through it,
+/// the test's own statements go to the server directly.
+struct Forwarded<'a> {
+    pg: &'a Postgres,
+    url: String,
+}
+
+impl Warehouse for Forwarded<'_> {
+    fn adapter_toml(&self) -> String {
+        adapter_toml(&self.url)
+    }
+    fn execute(&self, sql: &str) {
+        self.pg.execute(sql)
+    }
+    fn scalar(&self, sql: &str) -> Option<String> {
+        self.pg.scalar(sql)
+    }
+    fn rows(&self, tables: &[String]) -> Vec<Vec<Row>> {
+        self.pg.rows(tables)
+    }
+    fn column_comment(&self, schema: &str, table: &str, column: &str) -> String {
+        self.pg.column_comment(schema, table, column)
+    }
+    fn dialect(&self) -> &'static str {
+        self.pg.dialect()
+    }
+    fn column_types(&self, tables: &[String]) -> Vec<Vec<String>> {
+        self.pg.column_types(tables)
+    }
+    fn spell(&self, sql: &str) -> String {
+        self.pg.spell(sql)
+    }
+}
+
 #[test]
 fn warehouse_relations_are_typed_from_postgres_and_cached_for_offline_checks() {
     let pg = Postgres::create();
     let ws = tempfile::tempdir().unwrap();
-    let root = ws.path().to_path_buf();
+    // The server is reached through a forwarder, so that it can become unreachable at the
+    // same URL: the schema cache is kept per URL.
+    let forwarder = std::cell::RefCell::new(Forwarder::to(pg.url()));
+    let url = forwarder.borrow().url(pg.url());
     scenarios::warehouse_relations_are_typed_from_the_catalog_and_cached(
         ws.path(),
-        &pg,
-        // The same target pointed at a port nothing listens on.
-        &|| {
-            write_file(
-                &root,
-                "phlo.toml",
-                &adapter_toml("postgres://postgres@127.0.0.1:1/phlo_offline"),
-            )
-        },
-        &|| write_file(&root, "phlo.toml", &pg.adapter_toml()),
+        &Forwarded { pg: &pg, url },
+        &|| forwarder.borrow_mut().stop(),
+        &|| forwarder.borrow_mut().start(),
+    );
+}
+
+#[test]
+fn a_target_pointed_at_another_database_is_typed_from_that_database() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::another_warehouse_is_never_typed_from_the_first_ones_schemas(
+        ws.path(),
+        &Postgres::create(),
+        &Postgres::create(),
+    );
+}
+
+#[test]
+fn a_warehouse_relation_only_a_test_reads_is_typed_from_postgres() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
+        ws.path(),
+        &Postgres::create(),
     );
 }
 

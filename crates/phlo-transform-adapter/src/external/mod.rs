@@ -4,7 +4,8 @@
 //! relations no model or source resolves are looked up in the catalog (columns and types only;
 //! no query over the data) and added as sources with declared columns.
 //!
-//! What the catalog said is cached per target in `.phlo/warehouse-schemas.json`
+//! What the catalog said is cached per warehouse (the target's type and address, never its
+//! name) in `.phlo/warehouse-schemas.json`
 //! ([`cache`]), so that `check` types these relations without a connection (fast, and
 //! offline): it reads the warehouse only for relations the cache lacks or read more than
 //! [`cache::MAX_AGE`] ago. `plan` and `run` always read the catalog again and refresh the
@@ -18,10 +19,10 @@ mod catalog;
 use phlo_transform_compiler::resolve::{Context, Resolver};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, SourceOrigin, Workspace};
+use phlo_transform_project::{AdapterTarget, SourceDecl, Workspace};
 use phlo_transform_sql::{extract_relations, parse_query, template};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cache::{CachedRelation, SchemaCache};
 
@@ -108,7 +109,11 @@ pub fn add_warehouse_sources(
     let entry = &cache.targets[&cache::key(target)];
     for name in &wanted {
         if let Some(r) = entry.relations.get(name) {
-            ws.sources.push(source(target, name, r));
+            ws.sources.push(SourceDecl::in_warehouse(
+                target.kind(),
+                name.clone(),
+                r.columns.clone(),
+            ));
         }
     }
     warnings
@@ -180,54 +185,39 @@ fn warning(ws: &Workspace, target: &AdapterTarget, message: String) -> Diagnosti
     }
 }
 
-/// The source `name` as the catalog (or the cache) describes it.
-fn source(target: &AdapterTarget, name: &str, r: &CachedRelation) -> SourceDecl {
-    SourceDecl {
-        location: format!("{}:{name}", target.kind()),
-        name: name.to_string(),
-        path: PathBuf::new(),
-        format: SourceFormat::Declared,
-        origin: SourceOrigin::Declared,
-        owner: None,
-        description: None,
-        freshness: None,
-        columns: r.columns.clone(),
-        rest: None,
-    }
-}
-
-/// The relations of one or two parts the models read that no model or source resolves (CTE
-/// names are not relations). Models that do not parse are left to the compiler to report.
+/// The relations of one or two parts the models and the data tests (`tests/*.sql`) read that
+/// no model or source resolves (CTE names are not relations): a test may be the only reader
+/// of a warehouse relation. Files that do not parse are left to the compiler to report.
 fn unresolved_relations(ws: &Workspace) -> BTreeSet<String> {
     let resolver = Resolver::new(ws);
     let dialect = phlo_transform_sql::parse::default_dialect();
     let mut names = BTreeSet::new();
-    for (i, model) in ws.models.iter().enumerate() {
-        let rendered;
-        let text = if template::needs_rendering(&model.text) {
-            match template::render(&model.text, &model.path, &ws.config.vars) {
-                Ok(t) => {
-                    rendered = t;
-                    &rendered
-                }
-                Err(_) => continue,
-            }
-        } else {
-            &model.text
-        };
-        let Ok(parsed) = parse_query(text, &model.path, &dialect) else {
-            continue;
+    let mut add = |text: &str, path: &str, context: Context| {
+        let Ok(parsed) = parse_query(text, path, &dialect) else {
+            return;
         };
         for r in extract_relations(&parsed.query) {
             if r.parts.len() > 2 {
                 continue;
             }
-            if let Err(d) = resolver.resolve(&r, Context::Model(i), &model.path) {
+            if let Err(d) = resolver.resolve(&r, context, path) {
                 if d.code == codes::UNRESOLVED_RELATION {
                     names.insert(r.dotted());
                 }
             }
         }
+    };
+    for (i, model) in ws.models.iter().enumerate() {
+        if template::needs_rendering(&model.text) {
+            if let Ok(text) = template::render(&model.text, &model.path, &ws.config.vars) {
+                add(&text, &model.path, Context::Model(i));
+            }
+        } else {
+            add(&model.text, &model.path, Context::Model(i));
+        }
+    }
+    for test in &ws.tests {
+        add(&test.text, &test.path, Context::Test);
     }
     names
 }
