@@ -326,7 +326,13 @@ fn an_unusable_warehouse_is_a008_with_help_and_nothing_is_recorded() {
         let report = out.json();
         let d = &report["diagnostics"][0];
         assert_eq!(d["code"], "A008", "{url}: {report:#}");
-        assert!(d["help"].as_str().unwrap().contains("reachable"));
+        let help = d["help"].as_str().unwrap();
+        if url.contains("phlo_no_such_db") {
+            assert!(d["message"].as_str().unwrap().contains("does not exist"), "{d:#}");
+            assert!(help.contains("createdb"), "{d:#}");
+        } else {
+            assert!(help.contains("running and reachable"), "{d:#}");
+        }
     }
     let state = run(ws.path(), &["state", "runs", "--json"]);
     assert!(!state.stdout.contains("x.a"), "{}", state.stdout);
@@ -635,6 +641,8 @@ struct Forwarder {
     to: String,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     accepting: Option<std::thread::JoinHandle<()>>,
+    /// The client side of every connection forwarded, to cut them.
+    clients: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
 }
 
 impl Forwarder {
@@ -652,6 +660,7 @@ impl Forwarder {
             to,
             stop: Default::default(),
             accepting: None,
+            clients: Default::default(),
         };
         f.start();
         f
@@ -672,7 +681,7 @@ impl Forwarder {
         self.port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
         self.stop = Default::default();
-        let (stop, to) = (self.stop.clone(), self.to.clone());
+        let (stop, to, clients) = (self.stop.clone(), self.to.clone(), self.clients.clone());
         self.accepting = Some(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
@@ -681,6 +690,7 @@ impl Forwarder {
                         let Ok(server) = std::net::TcpStream::connect(&to) else {
                             continue;
                         };
+                        clients.lock().unwrap().push(client.try_clone().unwrap());
                         for (mut from, mut into) in [
                             (client.try_clone().unwrap(), server.try_clone().unwrap()),
                             (server, client),
@@ -705,6 +715,15 @@ impl Forwarder {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(t) = self.accepting.take() {
             t.join().unwrap();
+        }
+    }
+
+    /// Stops listening and cuts every connection it forwarded: the server is gone for the
+    /// clients holding them, as when it goes down.
+    fn cut(&mut self) {
+        self.stop();
+        for c in self.clients.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
         }
     }
 }
@@ -762,6 +781,65 @@ fn warehouse_relations_are_typed_from_postgres_and_cached_for_offline_checks() {
         &Forwarded { pg: &pg, url },
         &|| forwarder.borrow_mut().stop(),
         &|| forwarder.borrow_mut().start(),
+    );
+}
+
+/// The server goes away while a model's query runs: the model fails with A008 and a help line,
+/// nothing is recorded as built, and once the server is back the next run builds it.
+#[test]
+fn a_server_lost_during_a_run_is_a008_with_help_and_the_next_run_repairs() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    let mut forwarder = Forwarder::to(pg.url());
+    write_file(ws.path(), "phlo.toml", &adapter_toml(&forwarder.url(pg.url())));
+    write_file(
+        ws.path(),
+        "transforms/x/slow.sql",
+        "-- @table\nselect 1 as id from (select pg_sleep(3)) as s\n",
+    );
+    let child = std::process::Command::new(common::bin())
+        .arg("-C")
+        .arg(ws.path())
+        .args(["run", "--json"])
+        .env_remove("PHLO_STATE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Cut once the query is running on the server.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg.scalar(
+        "SELECT count(*)::text FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3)%' \
+         AND state = 'active' AND pid <> pg_backend_pid()",
+    ) != Some("1".into())
+    {
+        assert!(std::time::Instant::now() < deadline, "the query never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    forwarder.cut();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let slow = &report["models"][0];
+    assert_eq!(slow["status"], "failed", "{report:#}");
+    assert_eq!(slow["error"]["code"], "A008", "{report:#}");
+    assert_eq!(slow["error"]["retryable"], true, "{report:#}");
+    assert!(
+        slow["error"]["help"]
+            .as_str()
+            .unwrap()
+            .contains("running and reachable"),
+        "{report:#}"
+    );
+    assert_eq!(pg.scalar("SELECT to_regclass('x.slow')::text"), None);
+    // The server is back: the next run builds the model.
+    forwarder.start();
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.slow"], "passed");
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM x.slow"),
+        Some("1".into())
     );
 }
 

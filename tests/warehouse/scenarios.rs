@@ -757,6 +757,21 @@ pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
         a["error"]["message"].as_str().unwrap().contains("raw"),
         "{report:#}"
     );
+    assert!(
+        a["error"]["help"]
+            .as_str()
+            .unwrap()
+            .contains("dropped behind phlo-transform's back"),
+        "{report:#}"
+    );
+    // The report people read shows the help line under the failed model.
+    let text = run(root, &["run"]);
+    assert_eq!(text.code, 1, "{}\n{}", text.stdout, text.stderr);
+    let shown = format!("{}{}", text.stdout, text.stderr);
+    assert!(
+        shown.contains("A003") && shown.contains("help: a relation the statement reads"),
+        "{shown}"
+    );
     // The previous table is untouched, and the model is still to be built.
     assert_eq!(
         warehouse.scalar("SELECT CAST(sum(id) AS VARCHAR) FROM x.a"),

@@ -49,6 +49,11 @@ impl DuckDbEngine {
                 codes::ADAPTER_UNAVAILABLE,
                 format!("DuckDB database {}: {e}", path.display()),
             )
+            .with_help(
+                "check that `path` names a database file (not a directory) whose directory \
+                 is writable, and that no other process (another run, the duckdb CLI) has \
+                 the file open",
+            )
         })?;
         Ok(DuckDbEngine::on(conn, default_schema))
     }
@@ -83,7 +88,10 @@ impl DuckDbEngine {
             .lock()
             .expect("not poisoned")
             .try_clone()
-            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+            .map_err(|e| {
+                AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string())
+                    .with_help(crate::error::help::CONNECTION_LOST)
+            })?;
         let id = self.next.fetch_add(1, Ordering::Relaxed).to_string();
         self.running
             .lock()
@@ -97,7 +105,10 @@ impl DuckDbEngine {
             out
         })
         .await
-        .map_err(|e| AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}")))?;
+        .map_err(|e| {
+            AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}"))
+                .with_help("the task running the statement ended abnormally: run again")
+        })?;
         result
     }
 
