@@ -562,6 +562,71 @@ fn a_wrong_password_an_unset_password_env_and_a_missing_database_record_nothing_
     assert_eq!(by_name(&plan.json(), "decision")["x.a"], "skip");
 }
 
+/// A009 end to end: a construct PostgreSQL cannot express is an error of `check` at the
+/// construct's line and column, with the help line naming what to write; `run` never sends the
+/// model (it builds what compiles); the local engine accepts the same model.
+#[test]
+fn a_construct_postgres_cannot_express_is_a009_at_check_and_never_sent() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    write_file(ws.path(), "phlo.toml", &pg.adapter_toml());
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    write_file(
+        ws.path(),
+        "transforms/x/b.sql",
+        "-- @table\nselect id,\n       cast(id as string) as label\nfrom x.a\n",
+    );
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let report = out.json();
+    let found: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "A009")
+        .collect();
+    assert_eq!(found.len(), 1, "{report:#}");
+    let d = found[0];
+    assert_eq!(d["severity"], "error", "{d:#}");
+    assert_eq!(d["file"], "transforms/x/b.sql", "{d:#}");
+    assert_eq!((d["line"].clone(), d["column"].clone()), (3.into(), 8.into()), "{d:#}");
+    assert!(
+        d["message"].as_str().unwrap().contains("STRING")
+            && d["message"].as_str().unwrap().contains("postgres"),
+        "{d:#}"
+    );
+    assert!(d["help"].as_str().unwrap().contains("`text`"), "{d:#}");
+    let text = run(ws.path(), &["check"]);
+    assert!(
+        text.stderr.contains("error[A009]")
+            && text.stderr.contains("transforms/x/b.sql:3:8")
+            && text.stderr.contains("help:"),
+        "{}",
+        text.stderr
+    );
+    // `run` builds what compiles and never sends the refused model.
+    let ran = run(ws.path(), &["run", "--json"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert_eq!(pg.scalar("SELECT string_agg(id::text, ',') FROM x.a"), Some("1".into()));
+    assert_eq!(pg.scalar("SELECT to_regclass('x.b')::text"), None);
+    // The local engine has a STRING type: there the model is fine.
+    let local = run(ws.path(), &["check", "--adapter", "local"]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    // Written for PostgreSQL, the model builds.
+    write_file(
+        ws.path(),
+        "transforms/x/b.sql",
+        "-- @table\nselect id,\n       cast(id as text) as label\nfrom x.a\n",
+    );
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.b"], "passed");
+    assert_eq!(pg.scalar("SELECT label FROM x.b"), Some("1".into()));
+}
+
 #[test]
 fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
     let pg = Postgres::create();
