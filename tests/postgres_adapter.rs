@@ -593,7 +593,12 @@ fn a_construct_postgres_cannot_express_is_a009_at_check_and_never_sent() {
     let d = found[0];
     assert_eq!(d["severity"], "error", "{d:#}");
     assert_eq!(d["file"], "transforms/x/b.sql", "{d:#}");
-    assert_eq!((d["line"].clone(), d["column"].clone()), (3.into(), 8.into()), "{d:#}");
+    // At the cast (sqlparser's span of a CAST starts at its operand, `id`).
+    assert_eq!(
+        (d["line"].clone(), d["column"].clone()),
+        (3.into(), 13.into()),
+        "{d:#}"
+    );
     assert!(
         d["message"].as_str().unwrap().contains("STRING")
             && d["message"].as_str().unwrap().contains("postgres"),
@@ -603,7 +608,7 @@ fn a_construct_postgres_cannot_express_is_a009_at_check_and_never_sent() {
     let text = run(ws.path(), &["check"]);
     assert!(
         text.stderr.contains("error[A009]")
-            && text.stderr.contains("transforms/x/b.sql:3:8")
+            && text.stderr.contains("transforms/x/b.sql:3:13")
             && text.stderr.contains("help:"),
         "{}",
         text.stderr

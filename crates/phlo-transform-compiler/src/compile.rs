@@ -103,46 +103,14 @@ impl Compilation {
             .iter()
             .map(|f| parse_query(&f.text, &f.path, &sql_dialect))
             .collect();
-        let mut wanted: BTreeSet<Vec<String>> = compiled
-            .iter()
-            .filter_map(|c| c.3.as_ref())
-            .flat_map(|u| u.missing.iter().cloned())
-            .collect();
-        for (file, parsed) in workspace.tests.iter().zip(&test_files) {
-            if let Ok(parsed) = parsed {
-                wanted.extend(
-                    extract_relations(&parsed.query)
-                        .into_iter()
-                        .filter(|r| {
-                            resolver
-                                .resolve(r, Context::Test, &file.path)
-                                .is_err_and(|d| d.code == codes::UNRESOLVED_RELATION)
-                        })
-                        .map(|r| r.parts),
-                );
-            }
-        }
         drop(resolver);
-        if !wanted.is_empty() {
-            let (found, found_diagnostics) = missing(&workspace, &wanted);
-            diagnostics.extend(found_diagnostics);
-            if !found.is_empty() {
-                diagnostics.extend(catalog.read(&workspace, &found));
-                let names: BTreeSet<String> = found.iter().map(|s| s.name.clone()).collect();
-                workspace.sources.extend(found);
-                let resolver = Resolver::new(&workspace);
-                for (index, entry) in compiled.iter_mut().enumerate() {
-                    let reads_found = entry.3.as_ref().is_some_and(|u| {
-                        u.missing.iter().any(|parts| names.contains(&parts.join(".")))
-                    });
-                    if reads_found {
-                        let Unresolved { text, query, .. } = entry.3.take().expect("checked");
-                        let file = &workspace.models[index];
-                        *entry = resolve_model(index, file, &workspace, &resolver, text, query);
-                    }
-                }
-            }
-        }
+        diagnostics.extend(add_missing_sources(
+            &mut workspace,
+            &mut catalog,
+            &mut compiled,
+            &test_files,
+            missing,
+        ));
         let resolver = Resolver::new(&workspace);
 
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
@@ -300,6 +268,62 @@ impl Compilation {
             physical,
         )
     }
+}
+
+/// Asks `missing` for sources of the relations nothing resolved in the `compiled` models and
+/// the parsed `test_files`; adds what it finds to `workspace` and `catalog` and resolves the
+/// models reading those again, from their kept ASTs. Returns the diagnostics of looking and
+/// of reading the found sources.
+fn add_missing_sources(
+    workspace: &mut Workspace,
+    catalog: &mut CatalogSnapshot,
+    compiled: &mut [CompiledEntry],
+    test_files: &[Result<ParsedQuery, Diagnostic>],
+    missing: &mut MissingRelations<'_>,
+) -> Vec<Diagnostic> {
+    let mut wanted: BTreeSet<Vec<String>> = compiled
+        .iter()
+        .filter_map(|c| c.3.as_ref())
+        .flat_map(|u| u.missing.iter().cloned())
+        .collect();
+    let resolver = Resolver::new(workspace);
+    for (file, parsed) in workspace.tests.iter().zip(test_files) {
+        let Ok(parsed) = parsed else { continue };
+        wanted.extend(
+            extract_relations(&parsed.query)
+                .into_iter()
+                .filter(|r| {
+                    resolver
+                        .resolve(r, Context::Test, &file.path)
+                        .is_err_and(|d| d.code == codes::UNRESOLVED_RELATION)
+                })
+                .map(|r| r.parts),
+        );
+    }
+    drop(resolver);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let (found, mut diagnostics) = missing(workspace, &wanted);
+    if found.is_empty() {
+        return diagnostics;
+    }
+    diagnostics.extend(catalog.read(workspace, &found));
+    let names: BTreeSet<String> = found.iter().map(|s| s.name.clone()).collect();
+    workspace.sources.extend(found);
+    let resolver = Resolver::new(workspace);
+    for (index, entry) in compiled.iter_mut().enumerate() {
+        let reads_found = entry.3.as_ref().is_some_and(|u| {
+            u.missing
+                .iter()
+                .any(|parts| names.contains(&parts.join(".")))
+        });
+        if let (true, Some(Unresolved { text, query, .. })) = (reads_found, entry.3.take()) {
+            let file = &workspace.models[index];
+            *entry = resolve_model(index, file, workspace, &resolver, text, query);
+        }
+    }
+    diagnostics
 }
 
 /// What compiling one model gives: the model, its diagnostics, its canonical SQL (`None` when
