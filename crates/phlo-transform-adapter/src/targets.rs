@@ -71,7 +71,7 @@ pub fn unreadable_relations(problems: Vec<AdapterError>) -> Vec<Diagnostic> {
 /// Opens `target` for workspace `c` rooted at `root` (the local engine's warehouse is
 /// `root/.phlo/warehouse`). Problems that do not stop the engine from opening (a source the
 /// local engine cannot register) come back beside it; a warehouse that cannot be reached is
-/// an error (A006).
+/// an error (A008).
 pub async fn open(
     target: &AdapterTarget,
     root: &Path,

@@ -62,7 +62,12 @@ impl DuckDbEngine {
     /// exist yet, without creating it.
     pub fn empty(default_schema: Option<&str>) -> Result<DuckDbEngine, AdapterError> {
         let conn = Connection::open_in_memory()
-            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+            .map_err(|e| {
+                AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()).with_help(
+                    "DuckDB could not open even an in-memory database: check that libduckdb \
+                     loads (LD_LIBRARY_PATH) and that memory is available",
+                )
+            })?;
         Ok(DuckDbEngine::on(conn, default_schema))
     }
 

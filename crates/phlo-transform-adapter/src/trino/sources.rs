@@ -22,9 +22,9 @@ use std::time::Duration;
 use super::client::{Trino, TrinoConfig, TrinoError};
 use crate::sqlgen::{ident, literal};
 
-/// Adds to `ws.sources` the three-part relations its models read that Trino has, typed from
+/// Adds to `ws.sources` the three-part relations its models and tests read that Trino has, typed from
 /// Trino's metadata. Runs before compiling; a Trino that cannot be reached while models need
-/// it is A006.
+/// it is A008.
 pub fn add_warehouse_sources(
     ws: &mut Workspace,
     target: &AdapterTarget,
