@@ -228,7 +228,10 @@ fn a_database_path_that_is_no_database_file_is_a008_with_help() {
     let report = out.json();
     let d = &report["diagnostics"][0];
     assert_eq!(d["code"], "A008", "{report:#}");
-    assert!(d["message"].as_str().unwrap().contains("taken.duckdb"), "{d:#}");
+    assert!(
+        d["message"].as_str().unwrap().contains("taken.duckdb"),
+        "{d:#}"
+    );
     assert!(
         d["help"].as_str().unwrap().contains("not a directory"),
         "{d:#}"

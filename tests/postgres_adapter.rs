@@ -328,7 +328,10 @@ fn an_unusable_warehouse_is_a008_with_help_and_nothing_is_recorded() {
         assert_eq!(d["code"], "A008", "{url}: {report:#}");
         let help = d["help"].as_str().unwrap();
         if url.contains("phlo_no_such_db") {
-            assert!(d["message"].as_str().unwrap().contains("does not exist"), "{d:#}");
+            assert!(
+                d["message"].as_str().unwrap().contains("does not exist"),
+                "{d:#}"
+            );
             assert!(help.contains("createdb"), "{d:#}");
         } else {
             assert!(help.contains("running and reachable"), "{d:#}");
@@ -616,7 +619,10 @@ fn a_construct_postgres_cannot_express_is_a009_at_check_and_never_sent() {
     // `run` builds what compiles and never sends the refused model.
     let ran = run(ws.path(), &["run", "--json"]);
     assert_eq!(ran.code, 2, "{}", ran.stdout);
-    assert_eq!(pg.scalar("SELECT string_agg(id::text, ',') FROM x.a"), Some("1".into()));
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM x.a"),
+        Some("1".into())
+    );
     assert_eq!(pg.scalar("SELECT to_regclass('x.b')::text"), None);
     // The local engine has a STRING type: there the model is fine.
     let local = run(ws.path(), &["check", "--adapter", "local"]);
@@ -861,7 +867,11 @@ fn a_server_lost_during_a_run_is_a008_with_help_and_the_next_run_repairs() {
     let pg = Postgres::create();
     let ws = tempfile::tempdir().unwrap();
     let mut forwarder = Forwarder::to(pg.url());
-    write_file(ws.path(), "phlo.toml", &adapter_toml(&forwarder.url(pg.url())));
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        &adapter_toml(&forwarder.url(pg.url())),
+    );
     write_file(
         ws.path(),
         "transforms/x/slow.sql",

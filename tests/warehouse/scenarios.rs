@@ -472,7 +472,9 @@ pub fn another_warehouse_is_never_typed_from_the_first_ones_schemas(
     write_file(root, "phlo.toml", &second.adapter_toml());
     assert_eq!(typed_columns(root, "x.orders"), second_columns);
     // Both warehouses as targets: each one's schemas, whichever `--adapter` chooses.
-    let named = second.adapter_toml().replace("[adapter]", "[adapters.other]");
+    let named = second
+        .adapter_toml()
+        .replace("[adapter]", "[adapters.other]");
     write_file(
         root,
         "phlo.toml",
@@ -487,10 +489,9 @@ pub fn another_warehouse_is_never_typed_from_the_first_ones_schemas(
         crate::common::column_types(&inspect["schema"]),
         second_columns
     );
-    let cache: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(root.join(".phlo/warehouse-schemas.json")).unwrap(),
-    )
-    .unwrap();
+    let cache: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".phlo/warehouse-schemas.json")).unwrap())
+            .unwrap();
     assert_eq!(cache["targets"].as_object().unwrap().len(), 2, "{cache:#}");
 }
 
@@ -522,7 +523,11 @@ pub fn a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
     assert!(!check.stdout.contains("R001"), "{}", check.stdout);
     let out = run(root, &["run", "--json"]);
     let report = out.json();
-    assert_eq!(by_name(&report, "status")["x.orders"], "passed", "{report:#}");
+    assert_eq!(
+        by_name(&report, "status")["x.orders"],
+        "passed",
+        "{report:#}"
+    );
     let test = &report["tests"][0];
     assert_eq!(test["name"], "refunds_have_orders", "{report:#}");
     assert_eq!(test["status"], "failed", "{report:#}");

@@ -190,10 +190,7 @@ mod tests {
     fn only_retryable_adapter_failures_are_retried() {
         let policy = RetryPolicy::new(3);
         assert!(policy.retry_after(&adapter(false, 1)).is_none());
-        let sql = ErrorInfo::from_adapter(
-            AdapterError::new(codes::QUERY_FAILED, "cast failed"),
-            1,
-        );
+        let sql = ErrorInfo::from_adapter(AdapterError::new(codes::QUERY_FAILED, "cast failed"), 1);
         assert_eq!(sql.category, Category::Sql);
         assert!(policy.retry_after(&sql).is_none());
         let timeout = ErrorInfo::new(Category::Timeout, codes::MODEL_TIMEOUT, "slow");

@@ -61,13 +61,12 @@ impl DuckDbEngine {
     /// An empty in-memory database: what planning sees where the database file does not
     /// exist yet, without creating it.
     pub fn empty(default_schema: Option<&str>) -> Result<DuckDbEngine, AdapterError> {
-        let conn = Connection::open_in_memory()
-            .map_err(|e| {
-                AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()).with_help(
-                    "DuckDB could not open even an in-memory database: check that libduckdb \
+        let conn = Connection::open_in_memory().map_err(|e| {
+            AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()).with_help(
+                "DuckDB could not open even an in-memory database: check that libduckdb \
                      loads (LD_LIBRARY_PATH) and that memory is available",
-                )
-            })?;
+            )
+        })?;
         Ok(DuckDbEngine::on(conn, default_schema))
     }
 
@@ -123,7 +122,11 @@ impl DuckDbEngine {
         &self,
         job: &MaterializeJob,
         inflight: &InFlight,
-        work: impl FnOnce(&Connection, &MaterializeJob, &Catalog) -> Result<MaterializeOutcome, AdapterError>
+        work: impl FnOnce(
+                &Connection,
+                &MaterializeJob,
+                &Catalog,
+            ) -> Result<MaterializeOutcome, AdapterError>
             + Send
             + 'static,
     ) -> Result<MaterializeOutcome, AdapterError> {
@@ -270,7 +273,13 @@ fn build_full(
     catalog: &Catalog,
 ) -> Result<MaterializeOutcome, AdapterError> {
     let built = catalog::table(job.table.label());
-    replace(conn, job, catalog, |existing| full_build(job, existing), built)?;
+    replace(
+        conn,
+        job,
+        catalog,
+        |existing| full_build(job, existing),
+        built,
+    )?;
     Ok(MaterializeOutcome {
         rows: Some(count(conn, &job.relation)?),
         write: Some("full".into()),
@@ -284,7 +293,13 @@ fn create_view(
     catalog: &Catalog,
 ) -> Result<MaterializeOutcome, AdapterError> {
     let view = catalog::view();
-    replace(conn, job, catalog, |existing| view_statements(job, existing), view)?;
+    replace(
+        conn,
+        job,
+        catalog,
+        |existing| view_statements(job, existing),
+        view,
+    )?;
     Ok(MaterializeOutcome::default())
 }
 

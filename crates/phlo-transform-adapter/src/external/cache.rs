@@ -124,12 +124,20 @@ mod tests {
     /// warehouse was typed from the first one's schemas.
     #[test]
     fn the_key_is_the_warehouse_not_the_target_name() {
-        let pg = |url: &str| target(&format!("[adapter]\ntype = \"postgres\"\nurl = \"{url}\"\n"));
+        let pg = |url: &str| {
+            target(&format!(
+                "[adapter]\ntype = \"postgres\"\nurl = \"{url}\"\n"
+            ))
+        };
         let a = key(&pg("postgres://postgres@127.0.0.1:5432/a"));
         assert_eq!(a, "postgres postgres://postgres@127.0.0.1:5432/a");
         assert_ne!(a, key(&pg("postgres://postgres@127.0.0.1:5432/b")));
         assert_ne!(a, key(&pg("postgres://postgres@10.0.0.1:5432/a")));
-        let duck = |path: &str| target(&format!("[adapter]\ntype = \"duckdb\"\npath = \"{path}\"\n"));
+        let duck = |path: &str| {
+            target(&format!(
+                "[adapter]\ntype = \"duckdb\"\npath = \"{path}\"\n"
+            ))
+        };
         assert_eq!(key(&duck("w.duckdb")), "duckdb w.duckdb");
         assert_ne!(key(&duck("w.duckdb")), key(&duck("other/w.duckdb")));
         assert_eq!(

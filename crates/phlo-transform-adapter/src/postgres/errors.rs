@@ -95,7 +95,10 @@ pub fn connect_failed(e: sqlx::Error, shown_url: &str) -> AdapterError {
             ),
         },
         sqlx::Error::Io(io) => (format!("cannot reach the server: {io}"), UNREACHABLE),
-        sqlx::Error::PoolTimedOut => ("timed out connecting to the server".to_string(), UNREACHABLE),
+        sqlx::Error::PoolTimedOut => (
+            "timed out connecting to the server".to_string(),
+            UNREACHABLE,
+        ),
         other => (other.to_string(), UNREACHABLE),
     };
     AdapterError::new(
@@ -113,7 +116,9 @@ mod tests {
     /// Every failure the SQLSTATE classifies carries a help line (issue 13, item 7).
     #[test]
     fn every_classified_failure_has_help() {
-        for state in ["57014", "40001", "40P01", "08006", "53100", "57P01", "42P01", "22012"] {
+        for state in [
+            "57014", "40001", "40P01", "08006", "53100", "57P01", "42P01", "22012",
+        ] {
             assert!(by_state(state, String::new()).help.is_some(), "{state}");
         }
         assert!(by_state("42P01", String::new())
