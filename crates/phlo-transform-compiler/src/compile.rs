@@ -4,11 +4,11 @@
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
-use phlo_transform_project::{EffectiveConfig, ModelFile, Workspace};
+use phlo_transform_project::{EffectiveConfig, ModelFile, SourceDecl, Workspace};
 use phlo_transform_sql::canonical::canonical_text;
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
-use phlo_transform_sql::{extract_relations, parse_query, template};
+use phlo_transform_sql::{extract_relations, parse_query, template, ParsedQuery};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::CatalogSnapshot;
@@ -52,25 +52,71 @@ pub enum ModelLookup {
     Missing,
 }
 
+/// Sources for relations nothing in the workspace resolves, found while compiling: given the
+/// workspace and the parts of every relation the models and data tests read that no model or
+/// source resolves, the sources to add for those of them that exist elsewhere (a warehouse's
+/// own tables) and the diagnostics of looking (warnings). Asked once, after parsing and
+/// before typing, so that finding them parses nothing again.
+pub type MissingRelations<'a> =
+    dyn FnMut(&Workspace, &BTreeSet<Vec<String>>) -> (Vec<SourceDecl>, Vec<Diagnostic>) + 'a;
+
+/// A parsed model some of whose relations nothing resolved: kept (only these) until the
+/// sources found for them are known, then resolved again without parsing again.
+struct Unresolved {
+    text: String,
+    query: Box<Query>,
+    /// The parts of each relation that failed to resolve (R001).
+    missing: Vec<Vec<String>>,
+}
+
 impl Compilation {
     pub fn compile(
-        mut workspace: Workspace,
+        workspace: Workspace,
         catalog: CatalogSnapshot,
         catalog_diagnostics: Vec<Diagnostic>,
     ) -> Compilation {
+        Compilation::compile_with(workspace, catalog, catalog_diagnostics, &mut |_, _| {
+            (Vec::new(), Vec::new())
+        })
+    }
+
+    /// [`compile`](Compilation::compile), asking `missing` for sources of the relations
+    /// nothing in the workspace resolves (see [`MissingRelations`]); the sources it gives are
+    /// added to the workspace and the catalog, and the models reading them resolved again
+    /// from the AST already parsed.
+    pub fn compile_with(
+        mut workspace: Workspace,
+        mut catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+        missing: &mut MissingRelations<'_>,
+    ) -> Compilation {
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
-        let resolver = Resolver::new(&workspace);
         let sql_dialect = default_dialect();
-
-        let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
-        let mut edges = Vec::new();
-        let compiled = crate::par::map(
+        let resolver = Resolver::new(&workspace);
+        let mut compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
             |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
         );
+        let test_files: Vec<Result<ParsedQuery, Diagnostic>> = workspace
+            .tests
+            .iter()
+            .map(|f| parse_query(&f.text, &f.path, &sql_dialect))
+            .collect();
+        drop(resolver);
+        diagnostics.extend(add_missing_sources(
+            &mut workspace,
+            &mut catalog,
+            &mut compiled,
+            &test_files,
+            missing,
+        ));
+        let resolver = Resolver::new(&workspace);
+
+        let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
+        let mut edges = Vec::new();
         let mut canonical = Vec::with_capacity(compiled.len());
-        for (index, (model, diags, text)) in compiled.into_iter().enumerate() {
+        for (index, (model, diags, text, _)) in compiled.into_iter().enumerate() {
             canonical.push(text);
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
@@ -119,6 +165,7 @@ impl Compilation {
         let tests = compile_tests(
             &models,
             &workspace,
+            test_files,
             &contracts,
             &resolver,
             &sql_dialect,
@@ -223,18 +270,74 @@ impl Compilation {
     }
 }
 
-/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
-/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
-/// not parse); the AST is dropped here.
-fn compile_model(
-    index: usize,
-    file: &ModelFile,
-    ws: &Workspace,
-    resolver: &Resolver,
-    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
-) -> (CompiledModel, Vec<Diagnostic>, Option<String>) {
-    let mut diags = Vec::new();
-    let mut model = CompiledModel {
+/// Asks `missing` for sources of the relations nothing resolved in the `compiled` models and
+/// the parsed `test_files`; adds what it finds to `workspace` and `catalog` and resolves the
+/// models reading those again, from their kept ASTs. Returns the diagnostics of looking and
+/// of reading the found sources.
+fn add_missing_sources(
+    workspace: &mut Workspace,
+    catalog: &mut CatalogSnapshot,
+    compiled: &mut [CompiledEntry],
+    test_files: &[Result<ParsedQuery, Diagnostic>],
+    missing: &mut MissingRelations<'_>,
+) -> Vec<Diagnostic> {
+    let mut wanted: BTreeSet<Vec<String>> = compiled
+        .iter()
+        .filter_map(|c| c.3.as_ref())
+        .flat_map(|u| u.missing.iter().cloned())
+        .collect();
+    let resolver = Resolver::new(workspace);
+    for (file, parsed) in workspace.tests.iter().zip(test_files) {
+        let Ok(parsed) = parsed else { continue };
+        wanted.extend(
+            extract_relations(&parsed.query)
+                .into_iter()
+                .filter(|r| {
+                    resolver
+                        .resolve(r, Context::Test, &file.path)
+                        .is_err_and(|d| d.code == codes::UNRESOLVED_RELATION)
+                })
+                .map(|r| r.parts),
+        );
+    }
+    drop(resolver);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let (found, mut diagnostics) = missing(workspace, &wanted);
+    if found.is_empty() {
+        return diagnostics;
+    }
+    diagnostics.extend(catalog.read(workspace, &found));
+    let names: BTreeSet<String> = found.iter().map(|s| s.name.clone()).collect();
+    workspace.sources.extend(found);
+    let resolver = Resolver::new(workspace);
+    for (index, entry) in compiled.iter_mut().enumerate() {
+        let reads_found = entry.3.as_ref().is_some_and(|u| {
+            u.missing
+                .iter()
+                .any(|parts| names.contains(&parts.join(".")))
+        });
+        if let (true, Some(Unresolved { text, query, .. })) = (reads_found, entry.3.take()) {
+            let file = &workspace.models[index];
+            *entry = resolve_model(index, file, workspace, &resolver, text, query);
+        }
+    }
+    diagnostics
+}
+
+/// What compiling one model gives: the model, its diagnostics, its canonical SQL (`None` when
+/// it did not parse) and, when some of its relations did not resolve, its parsed query.
+type CompiledEntry = (
+    CompiledModel,
+    Vec<Diagnostic>,
+    Option<String>,
+    Option<Unresolved>,
+);
+
+/// A model of `file` with nothing compiled yet.
+fn uncompiled(file: &ModelFile) -> CompiledModel {
+    CompiledModel {
         name: file.name.clone(),
         id: file.id.clone(),
         path: file.path.clone(),
@@ -248,14 +351,28 @@ fn compile_model(
         schema: None,
         plan_fingerprint: None,
         column_lineage: None,
-    };
+    }
+}
+
+/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
+/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
+/// not parse); the AST is dropped here unless a relation did not resolve.
+fn compile_model(
+    index: usize,
+    file: &ModelFile,
+    ws: &Workspace,
+    resolver: &Resolver,
+    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+) -> CompiledEntry {
+    let mut diags = Vec::new();
+    let mut model = uncompiled(file);
     let text = if template::needs_rendering(&file.text) {
         match template::render(&file.text, &file.path, &ws.config.vars) {
             Ok(t) => t,
             Err(d) => {
                 diags.push(d);
                 model.has_errors = true;
-                return (model, diags, None);
+                return (model, diags, None, None);
             }
         }
     } else {
@@ -266,15 +383,33 @@ fn compile_model(
         Err(d) => {
             diags.push(d);
             model.has_errors = true;
-            return (model, diags, None);
+            return (model, diags, None, None);
         }
     };
+    resolve_model(index, file, ws, resolver, text, parsed.query)
+}
+
+/// Resolves and canonicalises one parsed model (see [`compile_model`]).
+fn resolve_model(
+    index: usize,
+    file: &ModelFile,
+    ws: &Workspace,
+    resolver: &Resolver,
+    text: String,
+    query: Box<Query>,
+) -> CompiledEntry {
+    let mut diags = Vec::new();
+    let mut model = uncompiled(file);
+    let mut missing = Vec::new();
     let mut upstream = BTreeSet::new();
     let mut sources = BTreeSet::new();
-    for relation in extract_relations(&parsed.query) {
+    for relation in extract_relations(&query) {
         let target = match resolver.resolve(&relation, Context::Model(index), &file.path) {
             Ok(t) => Some(t),
             Err(d) => {
+                if d.code == codes::UNRESOLVED_RELATION {
+                    missing.push(relation.parts.clone());
+                }
                 diags.push(d);
                 model.has_errors = true;
                 None
@@ -300,7 +435,7 @@ fn compile_model(
         .dialect
         .as_deref()
         .unwrap_or("datafusion");
-    for u in phlo_transform_sql::dialects::unsupported(&parsed.query, target) {
+    for u in phlo_transform_sql::dialects::unsupported(&query, target) {
         let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message)
             .in_file(&file.path)
             .with_help(u.help);
@@ -310,7 +445,7 @@ fn compile_model(
         diags.push(d);
         model.has_errors = true;
     }
-    let canonical = canonical_text(&parsed.query, |parts| {
+    let canonical = canonical_text(&query, |parts| {
         let target = model
             .relations
             .iter()
@@ -322,8 +457,13 @@ fn compile_model(
             Target::Source(s) => format!("source:{s}"),
         })
     });
-    model.sql = Some(text.into());
-    (model, diags, Some(canonical))
+    model.sql = Some(text.as_str().into());
+    let unresolved = (!missing.is_empty()).then_some(Unresolved {
+        text,
+        query,
+        missing,
+    });
+    (model, diags, Some(canonical), unresolved)
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
@@ -417,9 +557,12 @@ fn compute_versions(
     }
 }
 
+/// The generated tests of the models and the data tests of `ws.tests`, whose files
+/// `test_files` are, parsed (in the same order).
 fn compile_tests(
     models: &[CompiledModel],
     ws: &Workspace,
+    test_files: Vec<Result<ParsedQuery, Diagnostic>>,
     contracts: &BTreeMap<usize, Contract>,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
@@ -506,8 +649,8 @@ fn compile_tests(
             }
         }
     }
-    for file in &ws.tests {
-        let parsed = match parse_query(&file.text, &file.path, dialect) {
+    for (file, parsed) in ws.tests.iter().zip(test_files) {
+        let parsed = match parsed {
             Ok(p) => p,
             Err(d) => {
                 diagnostics.push(d);

@@ -32,7 +32,7 @@ pub mod version;
 
 pub use artifact_dir::{ArtifactDir, DesignEvents};
 pub use catalog::{CatalogSnapshot, SourceDrift, SourceState};
-pub use compile::{Compilation, ModelLookup};
+pub use compile::{Compilation, MissingRelations, ModelLookup};
 pub use lineage::LineageGraph;
 pub use model::{Column, CompiledModel, Dependency, ModelSchema};
 pub use tests::{CompiledTest, TestKind};
