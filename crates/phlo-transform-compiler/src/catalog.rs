@@ -5,6 +5,7 @@
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::hash::sha256_file;
+use phlo_transform_core::table_layout;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_lakehouse::delta_log;
 use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
@@ -221,7 +222,7 @@ pub fn iceberg_metadata_file(path: &Path) -> Result<PathBuf, String> {
     if path.is_file() {
         return Ok(path.to_path_buf());
     }
-    let dir = path.join("metadata");
+    let dir = path.join(table_layout::ICEBERG_METADATA_DIR);
     if let Ok(hint) = std::fs::read_to_string(dir.join("version-hint.text")) {
         let candidate = dir.join(format!("v{}.metadata.json", hint.trim()));
         if candidate.is_file() {
@@ -233,7 +234,7 @@ pub fn iceberg_metadata_file(path: &Path) -> Result<PathBuf, String> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
-            let stem = name.strip_suffix(".metadata.json")?;
+            let stem = name.strip_suffix(table_layout::ICEBERG_METADATA_SUFFIX)?;
             let digits: String = stem
                 .trim_start_matches('v')
                 .chars()
