@@ -230,7 +230,27 @@ fn declared_type(trino: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::declared_type;
+    use super::{declared_type, three_part_relations};
+
+    /// A data test may be the only reader of a Trino table (issue 13).
+    #[test]
+    fn data_tests_are_searched_for_three_part_relations() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("phlo.toml", "");
+        write("transforms/x/a.sql", "select * from tpch.tiny.nation\n");
+        write(
+            "tests/regions.sql",
+            "select * from tpch.tiny.region where r_regionkey < 0\n",
+        );
+        let ws = phlo_transform_project::Workspace::load(dir.path()).unwrap();
+        let names: Vec<String> = three_part_relations(&ws).into_iter().collect();
+        assert_eq!(names, ["tpch.tiny.nation", "tpch.tiny.region"]);
+    }
 
     #[test]
     fn timestamp_precision_is_dropped() {
