@@ -543,7 +543,8 @@ async fn execute_plan(
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
     let artifacts = ArtifactDir::FILES
         .iter()
-        .map(|name| paths.artifacts.join(name));
+        .map(|name| paths.artifacts.join(name))
+        .chain([paths.root.join(phlo_transform_compiler::cache::DIR)]);
     // A PostgreSQL state is shared: `clean` never drops it.
     let sqlite_state = match (all, &paths.state) {
         (true, phlo_transform_state::StateLocation::Sqlite(state)) => Some(state.as_path()),

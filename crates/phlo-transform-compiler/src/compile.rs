@@ -1,22 +1,24 @@
 //! `Compilation::compile`: parse every model, resolve its relations, build the graph, report
 //! cycles, compute versions in topological order and compile tests. Every problem in the
-//! workspace is reported in one pass.
+//! workspace is reported in one pass. Parsing and typing take what they can from the compile
+//! cache (`cache`), when given one.
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
 use phlo_transform_project::{EffectiveConfig, ModelFile, SourceDecl, Workspace};
-use phlo_transform_sql::canonical::canonical_text;
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
 use phlo_transform_sql::{extract_relations, parse_query, template, ParsedQuery};
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cache::{CacheStats, CompileCache};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
 use crate::lineage::{LineageGraph, LineageInputs};
 use crate::model::{executable_query, rewrite};
 use crate::model::{CompiledModel, Dependency, ModelSchema, ResolvedRelation};
+use crate::parsed::Parsed;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing;
@@ -41,6 +43,8 @@ pub struct Compilation {
     /// The target dialect (`[transform] dialect`; `datafusion` by default).
     pub dialect: crate::dialect::Dialect,
     pub diagnostics: Diagnostics,
+    /// What the compile cache answered ([`Compilation::compile_cached`]).
+    pub cache_stats: CacheStats,
 }
 
 /// What [`Compilation::lookup_model`] found.
@@ -64,39 +68,63 @@ pub type MissingRelations<'a> =
 /// sources found for them are known, then resolved again without parsing again.
 struct Unresolved {
     text: String,
-    query: Box<Query>,
+    parsed: Parsed,
     /// The parts of each relation that failed to resolve (R001).
     missing: Vec<Vec<String>>,
 }
 
 impl Compilation {
+    /// Compiles without the compile cache.
     pub fn compile(
         workspace: Workspace,
         catalog: CatalogSnapshot,
         catalog_diagnostics: Vec<Diagnostic>,
     ) -> Compilation {
-        Compilation::compile_with(workspace, catalog, catalog_diagnostics, &mut |_, _| {
-            (Vec::new(), Vec::new())
-        })
+        Self::compile_cached(
+            workspace,
+            catalog,
+            catalog_diagnostics,
+            &CompileCache::disabled(),
+        )
     }
 
-    /// [`compile`](Compilation::compile), asking `missing` for sources of the relations
-    /// nothing in the workspace resolves (see [`MissingRelations`]); the sources it gives are
-    /// added to the workspace and the catalog, and the models reading them resolved again
-    /// from the AST already parsed.
+    /// Compiles, taking from `cache` what an earlier compile computed for the same inputs
+    /// (parsing by a model's text, typing by its text and its inputs' schemas) and storing
+    /// what it computes. The result is the same with or without the cache.
+    pub fn compile_cached(
+        workspace: Workspace,
+        catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+        cache: &CompileCache,
+    ) -> Compilation {
+        Self::compile_with(
+            workspace,
+            catalog,
+            catalog_diagnostics,
+            cache,
+            &mut |_, _| (Vec::new(), Vec::new()),
+        )
+    }
+
+    /// [`compile_cached`](Compilation::compile_cached), asking `missing` for sources of the
+    /// relations nothing in the workspace resolves (see [`MissingRelations`]); the sources it
+    /// gives are added to the workspace and the catalog, and the models reading them resolved
+    /// again from their parse, without parsing again.
     pub fn compile_with(
         mut workspace: Workspace,
         mut catalog: CatalogSnapshot,
         catalog_diagnostics: Vec<Diagnostic>,
+        cache: &CompileCache,
         missing: &mut MissingRelations<'_>,
     ) -> Compilation {
+        let mut stats = CacheStats::default();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let sql_dialect = default_dialect();
         let resolver = Resolver::new(&workspace);
         let mut compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
-            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
+            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, cache),
         );
         let test_files: Vec<Result<ParsedQuery, Diagnostic>> = workspace
             .tests
@@ -116,8 +144,20 @@ impl Compilation {
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
         let mut edges = Vec::new();
         let mut canonical = Vec::with_capacity(compiled.len());
-        for (index, (model, diags, text, _)) in compiled.into_iter().enumerate() {
+        for (index, entry) in compiled.into_iter().enumerate() {
+            let CompiledEntry {
+                model,
+                diagnostics: diags,
+                canonical: text,
+                cache_hit,
+                ..
+            } = entry;
             canonical.push(text);
+            if cache_hit {
+                stats.parse_hits += 1;
+            } else {
+                stats.parsed.push(index);
+            }
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -151,14 +191,17 @@ impl Compilation {
         }
         let order = graph.topological_order();
         let dialect = typing::load_dialect(&workspace, &mut diagnostics);
-        typing::infer(
+        let typed = typing::infer(
             &mut models,
             &order,
             &catalog,
             &workspace,
             &dialect,
+            cache,
             &mut diagnostics,
         );
+        stats.type_hits = typed.hits;
+        stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
         compute_versions(&mut models, canonical, &order, &workspace, &catalog);
@@ -184,6 +227,7 @@ impl Compilation {
             lineage: OnceLock::new(),
             dialect,
             diagnostics,
+            cache_stats: stats,
         }
     }
 
@@ -272,7 +316,7 @@ impl Compilation {
 
 /// Asks `missing` for sources of the relations nothing resolved in the `compiled` models and
 /// the parsed `test_files`; adds what it finds to `workspace` and `catalog` and resolves the
-/// models reading those again, from their kept ASTs. Returns the diagnostics of looking and
+/// models reading those again, from their kept parse. Returns the diagnostics of looking and
 /// of reading the found sources.
 fn add_missing_sources(
     workspace: &mut Workspace,
@@ -283,7 +327,7 @@ fn add_missing_sources(
 ) -> Vec<Diagnostic> {
     let mut wanted: BTreeSet<Vec<String>> = compiled
         .iter()
-        .filter_map(|c| c.3.as_ref())
+        .filter_map(|c| c.unresolved.as_ref())
         .flat_map(|u| u.missing.iter().cloned())
         .collect();
     let resolver = Resolver::new(workspace);
@@ -313,27 +357,48 @@ fn add_missing_sources(
     workspace.sources.extend(found);
     let resolver = Resolver::new(workspace);
     for (index, entry) in compiled.iter_mut().enumerate() {
-        let reads_found = entry.3.as_ref().is_some_and(|u| {
+        let reads_found = entry.unresolved.as_ref().is_some_and(|u| {
             u.missing
                 .iter()
                 .any(|parts| names.contains(&parts.join(".")))
         });
-        if let (true, Some(Unresolved { text, query, .. })) = (reads_found, entry.3.take()) {
+        if let (true, Some(Unresolved { text, parsed, .. })) =
+            (reads_found, entry.unresolved.take())
+        {
             let file = &workspace.models[index];
-            *entry = resolve_model(index, file, workspace, &resolver, text, query);
+            let cache_hit = entry.cache_hit;
+            *entry = resolve_model(index, file, workspace, &resolver, text, parsed);
+            entry.cache_hit = cache_hit;
         }
     }
     diagnostics
 }
 
-/// What compiling one model gives: the model, its diagnostics, its canonical SQL (`None` when
-/// it did not parse) and, when some of its relations did not resolve, its parsed query.
-type CompiledEntry = (
-    CompiledModel,
-    Vec<Diagnostic>,
-    Option<String>,
-    Option<Unresolved>,
-);
+/// What compiling one model gives.
+struct CompiledEntry {
+    model: CompiledModel,
+    diagnostics: Vec<Diagnostic>,
+    /// Its canonical SQL: relations replaced by the identities they resolve to; `None` when
+    /// it did not parse or a relation did not resolve.
+    canonical: Option<String>,
+    /// Its parse, kept only when some of its relations did not resolve.
+    unresolved: Option<Unresolved>,
+    /// Whether the compile cache answered the parse.
+    cache_hit: bool,
+}
+
+impl CompiledEntry {
+    /// A model that failed before it could be resolved.
+    fn failed(model: CompiledModel, diagnostics: Vec<Diagnostic>, cache_hit: bool) -> Self {
+        CompiledEntry {
+            model,
+            diagnostics,
+            canonical: None,
+            unresolved: None,
+            cache_hit,
+        }
+    }
+}
 
 /// A model of `file` with nothing compiled yet.
 fn uncompiled(file: &ModelFile) -> CompiledModel {
@@ -354,39 +419,46 @@ fn uncompiled(file: &ModelFile) -> CompiledModel {
     }
 }
 
-/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
-/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
-/// not parse); the AST is dropped here unless a relation did not resolve.
+/// Parses (or reads from the cache), resolves and canonicalises one model; no AST is kept.
 fn compile_model(
     index: usize,
     file: &ModelFile,
     ws: &Workspace,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+    cache: &CompileCache,
 ) -> CompiledEntry {
-    let mut diags = Vec::new();
     let mut model = uncompiled(file);
     let text = if template::needs_rendering(&file.text) {
         match template::render(&file.text, &file.path, &ws.config.vars) {
             Ok(t) => t,
             Err(d) => {
-                diags.push(d);
                 model.has_errors = true;
-                return (model, diags, None, None);
+                return CompiledEntry::failed(model, vec![d], false);
             }
         }
     } else {
         file.text.clone()
     };
-    let parsed = match parse_query(&text, &file.path, dialect) {
-        Ok(p) => p,
-        Err(d) => {
-            diags.push(d);
-            model.has_errors = true;
-            return (model, diags, None, None);
+    // The target prints this AST as written: what its dialect lacks is an error now (A009).
+    let target_dialect = ws
+        .config
+        .transform
+        .dialect
+        .as_deref()
+        .unwrap_or("datafusion");
+    let (parsed, hit) = crate::parsed::parse(&text, &file.path, target_dialect, dialect, cache);
+    match parsed {
+        Ok(parsed) => {
+            let mut entry = resolve_model(index, file, ws, resolver, text, parsed);
+            entry.cache_hit = hit;
+            entry
         }
-    };
-    resolve_model(index, file, ws, resolver, text, parsed.query)
+        Err(d) => {
+            model.has_errors = true;
+            CompiledEntry::failed(model, vec![d], hit)
+        }
+    }
 }
 
 /// Resolves and canonicalises one parsed model (see [`compile_model`]).
@@ -396,14 +468,14 @@ fn resolve_model(
     ws: &Workspace,
     resolver: &Resolver,
     text: String,
-    query: Box<Query>,
+    parsed: Parsed,
 ) -> CompiledEntry {
     let mut diags = Vec::new();
     let mut model = uncompiled(file);
     let mut missing = Vec::new();
     let mut upstream = BTreeSet::new();
     let mut sources = BTreeSet::new();
-    for relation in extract_relations(&query) {
+    for relation in parsed.relations() {
         let target = match resolver.resolve(&relation, Context::Model(index), &file.path) {
             Ok(t) => Some(t),
             Err(d) => {
@@ -428,31 +500,18 @@ fn resolve_model(
     }
     model.upstream = upstream.into_iter().collect();
     model.sources = sources.into_iter().collect();
-    // The target prints this AST as written: what its dialect lacks is an error now (A009).
-    let target = ws
-        .config
-        .transform
-        .dialect
-        .as_deref()
-        .unwrap_or("datafusion");
-    for u in phlo_transform_sql::dialects::unsupported(&query, target) {
-        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message)
+    for u in &parsed.unsupported {
+        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message.clone())
             .in_file(&file.path)
-            .with_help(u.help);
+            .with_help(u.help.clone());
         if let Some(span) = u.span {
-            d = d.with_span(span);
+            d = d.with_span(crate::parsed::span_from(span));
         }
         diags.push(d);
         model.has_errors = true;
     }
-    let canonical = canonical_text(&query, |parts| {
-        let target = model
-            .relations
-            .iter()
-            .find(|r| r.relation.parts == parts)?
-            .target
-            .as_ref()?;
-        Some(match target {
+    let canonical = parsed.canonical(|k| {
+        Some(match model.relations[k].target.as_ref()? {
             Target::Model(u) => format!("model:{}", ws.models[*u].id),
             Target::Source(s) => format!("source:{s}"),
         })
@@ -460,10 +519,16 @@ fn resolve_model(
     model.sql = Some(text.as_str().into());
     let unresolved = (!missing.is_empty()).then_some(Unresolved {
         text,
-        query,
+        parsed,
         missing,
     });
-    (model, diags, Some(canonical), unresolved)
+    CompiledEntry {
+        model,
+        diagnostics: diags,
+        canonical,
+        unresolved,
+        cache_hit: false,
+    }
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
