@@ -7,7 +7,7 @@ use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
 use std::path::Path;
 
-use crate::external::{add_warehouse_sources, SchemaRead};
+use crate::external::{warehouse_sources, SchemaRead};
 
 /// Loads the workspace at `root` and compiles it for the target `adapter` names (`None`: the
 /// workspace's `[adapter]`, else the embedded engine). The target's dialect types the models
@@ -28,10 +28,15 @@ pub fn compile_for_target(
     if target.kind() == "trino" {
         crate::trino::add_warehouse_sources(&mut ws, &target, root)?;
     }
-    let warnings = add_warehouse_sources(&mut ws, &target, root, read);
     let (catalog, mut diags) = CatalogSnapshot::load(&ws);
-    diags.extend(warnings);
     diags.extend(crate::reserved::reserved_names(&ws, &target));
     let cache = CompileCache::for_workspace(&ws.root);
-    Ok(Compilation::compile_cached(ws, catalog, diags, &cache))
+    // The relations nothing resolves come from the compile's own parse of the models.
+    Ok(Compilation::compile_with(
+        ws,
+        catalog,
+        diags,
+        &cache,
+        &mut |ws, missing| warehouse_sources(ws, &target, root, read, missing),
+    ))
 }

@@ -5,6 +5,7 @@ pub mod diagnostic;
 pub mod hash;
 pub mod names;
 pub mod secrets;
+pub mod table_layout;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, Severity};
 pub use hash::Fingerprint;

@@ -110,7 +110,8 @@ pub async fn retry_failed(
             run.run_id
         )));
     }
-    // Without its plan (another format), the failed tests' models cannot be found: the
+    // A state that cannot be read stops the retry; a plan of another format (L012) or that
+    // cannot be read (L013) only costs the failed tests' models, which only it names: the
     // failed models are still retried.
     let body = store.load_plan(&run.plan_id).await.map_err(unavailable)?;
     let plan = read_stored(&run.plan_id, body).ok();

@@ -13,8 +13,9 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// The log folder's name inside a table folder.
-pub const LOG_DIR: &str = "_delta_log";
+/// The log folder's name inside a table folder (named with the other table layouts in
+/// `phlo_transform_core::table_layout`, which workspace discovery reads too).
+pub const LOG_DIR: &str = phlo_transform_core::table_layout::DELTA_LOG_DIR;
 
 /// `<table>/_delta_log`.
 pub fn log_dir(table: &Path) -> PathBuf {

@@ -20,7 +20,7 @@ pub use git::{ChangedModel, ChangedPath, GitChanges};
 pub use reasons::{Reason, ReasonKind};
 pub use rewrite::{compile_error_blocking, for_tests, with_full_refresh, CompileErrorBlocking};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
-pub use stored::{read_stored, staleness};
+pub use stored::{load_stored, read_stored, staleness, store_plan};
 
 use phlo_transform_compiler::{Compilation, SqlChange};
 use phlo_transform_core::diagnostic::codes;

@@ -4,6 +4,7 @@
 //! declared source may instead name a table in an Iceberg REST catalog (`catalog`, `table`).
 
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::table_layout::{self, TableLayout};
 use phlo_transform_core::Diagnostic;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -33,27 +34,15 @@ impl SourceFormat {
         }
     }
 
-    /// What the location looks like on disk, when it exists.
+    /// What the location looks like on disk, when it exists (the table layouts are
+    /// `phlo_transform_core::table_layout`'s).
     pub fn detect(path: &Path) -> Option<Self> {
-        if path.is_dir() {
-            if path.join("_delta_log").is_dir() {
-                return Some(Self::Delta);
-            }
-            if path.join("metadata").is_dir() {
-                return Some(Self::Iceberg);
-            }
-            return None;
-        }
-        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        if name.ends_with(".metadata.json") {
-            Some(Self::Iceberg)
-        } else if name.ends_with(".parquet") {
-            Some(Self::Parquet)
-        } else if name.ends_with(".csv") {
-            Some(Self::Csv)
-        } else {
-            None
-        }
+        Some(match table_layout::detect(path)? {
+            TableLayout::Parquet => Self::Parquet,
+            TableLayout::Csv => Self::Csv,
+            TableLayout::Delta => Self::Delta,
+            TableLayout::Iceberg => Self::Iceberg,
+        })
     }
 }
 
@@ -175,6 +164,24 @@ impl SourceDecl {
     /// `source://raw/orders`.
     pub fn uri(&self) -> String {
         format!("source://{}", self.name.replace('.', "/"))
+    }
+
+    /// A relation that lives only in the warehouse of an `adapter` target (`postgres`,
+    /// `duckdb`, `trino`), typed from that warehouse's catalog: no file, its columns declared
+    /// as the catalog gave them, located as `<adapter>:<name>`.
+    pub fn in_warehouse(adapter: &str, name: String, columns: Vec<(String, String)>) -> Self {
+        SourceDecl {
+            location: format!("{adapter}:{name}"),
+            name,
+            path: PathBuf::new(),
+            format: SourceFormat::Declared,
+            origin: SourceOrigin::Declared,
+            owner: None,
+            description: None,
+            freshness: None,
+            columns,
+            rest: None,
+        }
     }
 }
 
@@ -320,7 +327,7 @@ pub(crate) fn by_convention(root: &Path, dir: &str) -> (Vec<SourceDecl>, Vec<Dia
             .map(|s| s.to_string_lossy().to_lowercase())
             .collect();
         if let Some(last) = segments.last_mut() {
-            for ext in [".metadata.json", ".parquet", ".csv"] {
+            for ext in table_layout::FILE_SUFFIXES {
                 if let Some(stem) = last.strip_suffix(ext) {
                     *last = stem.to_string();
                 }

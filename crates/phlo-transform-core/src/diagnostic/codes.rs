@@ -348,9 +348,9 @@ codes! {
         explanation: "`apply` executes exactly a stored plan; it first plans again and refuses when the result differs.",
     }
     UNKNOWN_PLAN = "L003" {
-        summary: "No stored plan has the given id, or it cannot be read.",
+        summary: "No stored plan has the given id.",
         help: "`phlo-transform plan` prints the id of the plan it stores.",
-        explanation: "Plans are stored in the state database under their id.",
+        explanation: "Plans are stored in the state database under their id. A stored plan that cannot be read is L012 or L013, never \"no stored plan\".",
     }
     EMPTY_SELECTION = "L004" {
         summary: "The selection matches no model.",
@@ -391,6 +391,16 @@ codes! {
         summary: "A plan has a breaking schema change and `[schema] breaking_changes = \"error\"`.",
         help: "Make the change additive, or allow breaking changes for this run.",
         explanation: "Schema changes are classified against the recorded columns (SPEC §49–51); the breaking ones are listed.",
+    }
+    PLAN_FORMAT_MISMATCH = "L012" {
+        summary: "A stored plan was written in a format this phlo-transform does not read.",
+        help: "Make the plan again with `phlo-transform plan` and apply its id.",
+        explanation: "Stored plans carry their format's version; a plan stored by an older or newer phlo-transform is refused with both versions named instead of being misread.",
+    }
+    UNREADABLE_PLAN = "L013" {
+        summary: "A stored plan is in the current format but its body cannot be read.",
+        help: "Make the plan again with `phlo-transform plan` and apply its id.",
+        explanation: "The stored body does not parse as a plan (the state database was edited or damaged); the parser's message is shown.",
     }
     // ADAPTER
     QUERY_FAILED = "A001" {
