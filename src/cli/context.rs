@@ -4,9 +4,8 @@
 
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_exec::target::CommandTarget;
+use phlo_transform_exec::target::{CommandTarget, WorkspaceFiles};
 use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,26 +31,18 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// The workspace at `root`'s files ([`WorkspaceFiles`]), `--adapter`'s target.
     pub fn new(
         root: &Path,
         state: Option<&str>,
         adapter: Option<String>,
     ) -> Result<Self, Diagnostic> {
-        let artifacts = root.join(".phlo").join("transform");
-        let state = match state.map(StateLocation::parse) {
-            Some(Ok(location)) => location,
-            Some(Err(message)) => {
-                return Err(Diagnostic::error(codes::INVALID_CONFIG, message).with_help(
-                    "--state / PHLO_STATE_URL is a postgres:// or postgresql:// URL, sqlite://<path> or a file path",
-                ))
-            }
-            None => StateLocation::Sqlite(artifacts.join("state.db")),
-        };
+        let files = WorkspaceFiles::new(root, state)?;
         Ok(Paths {
-            root: root.to_path_buf(),
-            state,
-            warehouse: root.join(".phlo").join("warehouse"),
-            artifacts,
+            root: files.root,
+            state: files.state,
+            warehouse: files.warehouse,
+            artifacts: files.artifacts,
             adapter,
             reference: None,
         })

@@ -4,13 +4,47 @@
 
 use phlo_transform_adapter::{Adapter, LocalEngine, Purpose};
 use phlo_transform_compiler::Compilation;
+use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
 use phlo_transform_state::{StateLocation, StateStore};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::environments::{bind_target, local_default_schema, Binding};
+
+/// Where the workspace at `root` keeps its local files: the artifacts (`.phlo/transform/`),
+/// the embedded engine's warehouse (`.phlo/warehouse/`) and the state store: the one `state`
+/// names (`--state` / `PHLO_STATE_URL`), else the SQLite file `state.db` among the artifacts.
+#[derive(Clone, Debug)]
+pub struct WorkspaceFiles {
+    pub root: PathBuf,
+    pub artifacts: PathBuf,
+    pub warehouse: PathBuf,
+    pub state: StateLocation,
+}
+
+impl WorkspaceFiles {
+    /// C001 for a `state` that is neither a PostgreSQL URL nor a SQLite path.
+    pub fn new(root: &Path, state: Option<&str>) -> Result<Self, Diagnostic> {
+        let artifacts = root.join(".phlo").join("transform");
+        let state = match state.map(StateLocation::parse) {
+            Some(Ok(location)) => location,
+            Some(Err(message)) => {
+                return Err(Diagnostic::error(codes::INVALID_CONFIG, message).with_help(
+                    "--state / PHLO_STATE_URL is a postgres:// or postgresql:// URL, sqlite://<path> or a file path",
+                ))
+            }
+            None => StateLocation::Sqlite(artifacts.join("state.db")),
+        };
+        Ok(WorkspaceFiles {
+            root: root.to_path_buf(),
+            warehouse: root.join(".phlo").join("warehouse"),
+            artifacts,
+            state,
+        })
+    }
+}
 
 /// The target of one command, as a front end was asked for it.
 #[derive(Clone, Copy)]
