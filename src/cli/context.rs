@@ -15,9 +15,6 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURES: u8 = 1;
 pub const EXIT_ERRORS: u8 = 2;
 
-/// The state environment of `main` (and of an adapter without environments).
-pub use phlo_transform_exec::environments::MAIN_ENVIRONMENT;
-
 /// Paths of one workspace's local files.
 pub struct Paths {
     pub root: PathBuf,

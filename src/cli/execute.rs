@@ -167,7 +167,8 @@ impl<'a> CommandLine<'a> {
         // OpenLineage only for the commands that build; `test` builds nothing.
         let lineage = match run.builds {
             true => {
-                super::openlineage::RunLineage::start(self.paths, self.c, run.store.as_ref()).await
+                phlo_transform_openlineage::RunLineage::start(self.c, &self.paths.warehouse, &run)
+                    .await
             }
             false => None,
         };

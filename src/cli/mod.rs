@@ -8,7 +8,6 @@ mod execute;
 mod explain;
 mod explain_code;
 mod lineage;
-mod openlineage;
 mod progress;
 mod render;
 mod selection;
@@ -16,7 +15,7 @@ mod state;
 
 pub use context::{
     compile, compile_refreshed, open_local_engine, open_state, open_state_read_only, Paths,
-    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, MAIN_ENVIRONMENT,
+    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
 };
 use selection::SelectionArgs;
 

@@ -8,7 +8,7 @@ use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::{Plan, SelectorSpec};
-use phlo_transform_state::{StateError, StateStore};
+use phlo_transform_state::{MaterializedVersion, StateError, StateStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -160,6 +160,17 @@ pub struct PendingRun<'a> {
 }
 
 impl PendingRun<'_> {
+    /// The models the main environment has recorded, compared with the workspace by `@id` to
+    /// announce renames (OpenLineage). Without a readable state there is nothing to compare
+    /// with: no renames, and no error, since the run itself reports an unusable state.
+    pub async fn recorded_in_main(&self) -> Vec<MaterializedVersion> {
+        self.store
+            .materializations(MAIN_ENVIRONMENT)
+            .await
+            .map(|all| all.into_values().collect())
+            .unwrap_or_default()
+    }
+
     /// Executes the run, every event handed to `events`.
     pub async fn with(self, events: Vec<&dyn EventSink>) -> Result<RunReport, StateError> {
         let options = RunOptions {
