@@ -207,6 +207,52 @@ fn a_database_file_another_process_holds_is_a008_with_help() {
     assert_eq!(report["models"][0]["status"], "passed");
 }
 
+/// A `path` that cannot be a database file (a directory there) is A008 with a help line
+/// naming what to check; nothing is recorded, and with a usable path the run builds.
+#[test]
+fn a_database_path_that_is_no_database_file_is_a008_with_help() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("taken.duckdb")).unwrap();
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        "[adapter]\ntype = \"duckdb\"\npath = \"taken.duckdb\"\n",
+    );
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    let out = run(ws.path(), &["run", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let report = out.json();
+    let d = &report["diagnostics"][0];
+    assert_eq!(d["code"], "A008", "{report:#}");
+    assert!(
+        d["message"].as_str().unwrap().contains("taken.duckdb"),
+        "{d:#}"
+    );
+    assert!(
+        d["help"].as_str().unwrap().contains("not a directory"),
+        "{d:#}"
+    );
+    let text = run(ws.path(), &["run"]);
+    assert!(
+        text.stderr.contains("error[A008]") && text.stderr.contains("help:"),
+        "{}",
+        text.stderr
+    );
+    let state = run(ws.path(), &["state", "runs", "--json"]);
+    assert!(!state.stdout.contains("x.a"), "{}", state.stdout);
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        "[adapter]\ntype = \"duckdb\"\npath = \"warehouse.duckdb\"\n",
+    );
+    let report = scenarios::ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(report["models"][0]["status"], "passed");
+}
+
 #[test]
 fn every_incremental_strategy_equals_a_full_rebuild() {
     for case in scenarios::INCREMENTAL {
@@ -273,6 +319,26 @@ fn warehouse_relations_are_typed_from_duckdb_and_cached_for_offline_checks() {
 fn a_source_dropped_behind_our_back_fails_with_a003_and_the_next_run_repairs() {
     let ws = tempfile::tempdir().unwrap();
     scenarios::a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
+        ws.path(),
+        &DuckDb::in_dir(ws.path()),
+    );
+}
+
+#[test]
+fn a_target_pointed_at_another_database_file_is_typed_from_that_file() {
+    let ws = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    scenarios::another_warehouse_is_never_typed_from_the_first_ones_schemas(
+        ws.path(),
+        &DuckDb(files.path().join("first.duckdb")),
+        &DuckDb(files.path().join("second.duckdb")),
+    );
+}
+
+#[test]
+fn a_warehouse_relation_only_a_test_reads_is_typed_from_duckdb() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
         ws.path(),
         &DuckDb::in_dir(ws.path()),
     );

@@ -326,7 +326,16 @@ fn an_unusable_warehouse_is_a008_with_help_and_nothing_is_recorded() {
         let report = out.json();
         let d = &report["diagnostics"][0];
         assert_eq!(d["code"], "A008", "{url}: {report:#}");
-        assert!(d["help"].as_str().unwrap().contains("reachable"));
+        let help = d["help"].as_str().unwrap();
+        if url.contains("phlo_no_such_db") {
+            assert!(
+                d["message"].as_str().unwrap().contains("does not exist"),
+                "{d:#}"
+            );
+            assert!(help.contains("createdb"), "{d:#}");
+        } else {
+            assert!(help.contains("running and reachable"), "{d:#}");
+        }
     }
     let state = run(ws.path(), &["state", "runs", "--json"]);
     assert!(!state.stdout.contains("x.a"), "{}", state.stdout);
@@ -556,6 +565,79 @@ fn a_wrong_password_an_unset_password_env_and_a_missing_database_record_nothing_
     assert_eq!(by_name(&plan.json(), "decision")["x.a"], "skip");
 }
 
+/// A009 end to end: a construct PostgreSQL cannot express is an error of `check` at the
+/// construct's line and column, with the help line naming what to write; `run` never sends the
+/// model (it builds what compiles); the local engine accepts the same model.
+#[test]
+fn a_construct_postgres_cannot_express_is_a009_at_check_and_never_sent() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    write_file(ws.path(), "phlo.toml", &pg.adapter_toml());
+    write_file(
+        ws.path(),
+        "transforms/x/a.sql",
+        "-- @table\nselect 1 as id\n",
+    );
+    write_file(
+        ws.path(),
+        "transforms/x/b.sql",
+        "-- @table\nselect id,\n       cast(id as string) as label\nfrom x.a\n",
+    );
+    let out = run(ws.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let report = out.json();
+    let found: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "A009")
+        .collect();
+    assert_eq!(found.len(), 1, "{report:#}");
+    let d = found[0];
+    assert_eq!(d["severity"], "error", "{d:#}");
+    assert_eq!(d["file"], "transforms/x/b.sql", "{d:#}");
+    // At the cast (sqlparser's span of a CAST starts at its operand, `id`).
+    assert_eq!(
+        (d["line"].clone(), d["column"].clone()),
+        (3.into(), 13.into()),
+        "{d:#}"
+    );
+    assert!(
+        d["message"].as_str().unwrap().contains("STRING")
+            && d["message"].as_str().unwrap().contains("postgres"),
+        "{d:#}"
+    );
+    assert!(d["help"].as_str().unwrap().contains("`text`"), "{d:#}");
+    let text = run(ws.path(), &["check"]);
+    assert!(
+        text.stderr.contains("error[A009]")
+            && text.stderr.contains("transforms/x/b.sql:3:13")
+            && text.stderr.contains("help:"),
+        "{}",
+        text.stderr
+    );
+    // `run` builds what compiles and never sends the refused model.
+    let ran = run(ws.path(), &["run", "--json"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM x.a"),
+        Some("1".into())
+    );
+    assert_eq!(pg.scalar("SELECT to_regclass('x.b')::text"), None);
+    // The local engine has a STRING type: there the model is fine.
+    let local = run(ws.path(), &["check", "--adapter", "local"]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    // Written for PostgreSQL, the model builds.
+    write_file(
+        ws.path(),
+        "transforms/x/b.sql",
+        "-- @table\nselect id,\n       cast(id as text) as label\nfrom x.a\n",
+    );
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.b"], "passed");
+    assert_eq!(pg.scalar("SELECT label FROM x.b"), Some("1".into()));
+}
+
 #[test]
 fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
     let pg = Postgres::create();
@@ -627,23 +709,236 @@ fn a_model_named_like_the_adapters_temporary_tables_is_refused_at_check() {
     assert_eq!(local.code, 0, "{}", local.stderr);
 }
 
+/// A TCP forwarder to the test server on a port of its own: a URL through it reaches the
+/// server while it runs, and nothing (connection refused) once it is stopped, so a test can
+/// take the warehouse away and bring it back at an unchanged address.
+struct Forwarder {
+    port: u16,
+    to: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+    /// The client side of every connection forwarded, to cut them.
+    clients: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Forwarder {
+    /// Forwards to the host and port of `url` (a postgres:// URL).
+    fn to(url: &str) -> Forwarder {
+        let authority = url.split_once('@').map_or(url, |(_, a)| a);
+        let host_port = authority.split('/').next().unwrap();
+        let to = if host_port.contains(':') {
+            host_port.to_string()
+        } else {
+            format!("{host_port}:5432")
+        };
+        let mut f = Forwarder {
+            port: 0,
+            to,
+            stop: Default::default(),
+            accepting: None,
+            clients: Default::default(),
+        };
+        f.start();
+        f
+    }
+
+    /// `url` through the forwarder.
+    fn url(&self, url: &str) -> String {
+        let (before, after) = url.split_once('@').unwrap();
+        let path = after.split_once('/').map_or("", |(_, p)| p);
+        format!("{before}@127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// Listens (again, on the same port once it has one) and forwards every connection.
+    fn start(&mut self) {
+        use std::io::ErrorKind;
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        self.port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        self.stop = Default::default();
+        let (stop, to, clients) = (self.stop.clone(), self.to.clone(), self.clients.clone());
+        self.accepting = Some(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let Ok(server) = std::net::TcpStream::connect(&to) else {
+                            continue;
+                        };
+                        clients.lock().unwrap().push(client.try_clone().unwrap());
+                        for (mut from, mut into) in [
+                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                            (server, client),
+                        ] {
+                            std::thread::spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut into);
+                                let _ = into.shutdown(std::net::Shutdown::Both);
+                            });
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("forwarder: {e}"),
+                }
+            }
+        }));
+    }
+
+    /// Stops listening: connections to the port are refused.
+    fn stop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.accepting.take() {
+            t.join().unwrap();
+        }
+    }
+
+    /// Stops listening and cuts every connection it forwarded: the server is gone for the
+    /// clients holding them, as when it goes down.
+    fn cut(&mut self) {
+        self.stop();
+        for c in self.clients.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A test database reached through a [`Forwarder`]: the workspace's URL goes through it,
+/// the test's own statements go to the server directly.
+struct Forwarded<'a> {
+    pg: &'a Postgres,
+    url: String,
+}
+
+impl Warehouse for Forwarded<'_> {
+    fn adapter_toml(&self) -> String {
+        adapter_toml(&self.url)
+    }
+    fn execute(&self, sql: &str) {
+        self.pg.execute(sql)
+    }
+    fn scalar(&self, sql: &str) -> Option<String> {
+        self.pg.scalar(sql)
+    }
+    fn rows(&self, tables: &[String]) -> Vec<Vec<Row>> {
+        self.pg.rows(tables)
+    }
+    fn column_comment(&self, schema: &str, table: &str, column: &str) -> String {
+        self.pg.column_comment(schema, table, column)
+    }
+    fn dialect(&self) -> &'static str {
+        self.pg.dialect()
+    }
+    fn column_types(&self, tables: &[String]) -> Vec<Vec<String>> {
+        self.pg.column_types(tables)
+    }
+    fn spell(&self, sql: &str) -> String {
+        self.pg.spell(sql)
+    }
+}
+
 #[test]
 fn warehouse_relations_are_typed_from_postgres_and_cached_for_offline_checks() {
     let pg = Postgres::create();
     let ws = tempfile::tempdir().unwrap();
-    let root = ws.path().to_path_buf();
+    // The server is reached through a forwarder, so that it can become unreachable at the
+    // same URL: the schema cache is kept per URL.
+    let forwarder = std::cell::RefCell::new(Forwarder::to(pg.url()));
+    let url = forwarder.borrow().url(pg.url());
     scenarios::warehouse_relations_are_typed_from_the_catalog_and_cached(
         ws.path(),
-        &pg,
-        // The same target pointed at a port nothing listens on.
-        &|| {
-            write_file(
-                &root,
-                "phlo.toml",
-                &adapter_toml("postgres://postgres@127.0.0.1:1/phlo_offline"),
-            )
-        },
-        &|| write_file(&root, "phlo.toml", &pg.adapter_toml()),
+        &Forwarded { pg: &pg, url },
+        &|| forwarder.borrow_mut().stop(),
+        &|| forwarder.borrow_mut().start(),
+    );
+}
+
+/// The server goes away while a model's query runs: the model fails with A008 and a help line,
+/// nothing is recorded as built, and once the server is back the next run builds it.
+#[test]
+fn a_server_lost_during_a_run_is_a008_with_help_and_the_next_run_repairs() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    let mut forwarder = Forwarder::to(pg.url());
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        &adapter_toml(&forwarder.url(pg.url())),
+    );
+    write_file(
+        ws.path(),
+        "transforms/x/slow.sql",
+        "-- @table\nselect 1 as id from (select pg_sleep(3)) as s\n",
+    );
+    let child = std::process::Command::new(common::bin())
+        .arg("-C")
+        .arg(ws.path())
+        .args(["run", "--json"])
+        .env_remove("PHLO_STATE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Cut once the query is running on the server.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg.scalar(
+        "SELECT count(*)::text FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3)%' \
+         AND state = 'active' AND pid <> pg_backend_pid()",
+    ) != Some("1".into())
+    {
+        assert!(std::time::Instant::now() < deadline, "the query never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    forwarder.cut();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let slow = &report["models"][0];
+    assert_eq!(slow["status"], "failed", "{report:#}");
+    assert_eq!(slow["error"]["code"], "A008", "{report:#}");
+    assert_eq!(slow["error"]["retryable"], true, "{report:#}");
+    assert!(
+        slow["error"]["help"]
+            .as_str()
+            .unwrap()
+            .contains("running and reachable"),
+        "{report:#}"
+    );
+    assert_eq!(pg.scalar("SELECT to_regclass('x.slow')::text"), None);
+    // The server is back: the next run builds the model.
+    forwarder.start();
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(by_name(&report, "status")["x.slow"], "passed");
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM x.slow"),
+        Some("1".into())
+    );
+}
+
+#[test]
+fn a_target_pointed_at_another_database_is_typed_from_that_database() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::another_warehouse_is_never_typed_from_the_first_ones_schemas(
+        ws.path(),
+        &Postgres::create(),
+        &Postgres::create(),
+    );
+}
+
+#[test]
+fn a_warehouse_relation_only_a_test_reads_is_typed_from_postgres() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
+        ws.path(),
+        &Postgres::create(),
     );
 }
 

@@ -303,7 +303,14 @@ async fn execute_plan(
 
 pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
     let artifacts = artifacts(paths);
-    match phlo_transform_exec::clean::clean(&paths.warehouse, &artifacts, &paths.state, all) {
+    let cleaned = phlo_transform_exec::clean::clean(
+        &paths.root,
+        &paths.warehouse,
+        &artifacts,
+        &paths.state,
+        all,
+    );
+    match cleaned {
         Ok(report) => {
             Output::new(json).report(&report);
             EXIT_OK

@@ -445,6 +445,95 @@ pub fn warehouse_relations_are_typed_from_the_catalog_and_cached(
     assert!(check.stdout.contains("R001"), "{}", check.stdout);
 }
 
+/// Item 6 of issue 13, the schema cache's key: the cache is kept per warehouse (the target's
+/// address), not per target name. A target pointed at another warehouse, or `--adapter`
+/// choosing a target at another one, is typed from that warehouse while the first one's
+/// cached schemas are fresh — never from them.
+pub fn another_warehouse_is_never_typed_from_the_first_ones_schemas(
+    root: &Path,
+    first: &dyn Warehouse,
+    second: &dyn Warehouse,
+) {
+    first.execute("CREATE SCHEMA raw");
+    first.execute("CREATE TABLE raw.orders (id bigint, amount decimal(12,2))");
+    second.execute("CREATE SCHEMA raw");
+    second.execute("CREATE TABLE raw.orders (id bigint, note varchar, placed date)");
+    write_file(
+        root,
+        "transforms/x/orders.sql",
+        "-- @table\nselect * from raw.orders\n",
+    );
+    let first_columns = ["id:Int64", "amount:Decimal128(12, 2)"];
+    let second_columns = ["id:Int64", "note:Utf8", "placed:Date32"];
+    write_file(root, "phlo.toml", &first.adapter_toml());
+    ok(&run(root, &["check", "--json"]));
+    assert_eq!(typed_columns(root, "x.orders"), first_columns);
+    // The same target pointed at the second warehouse: typed from it at once.
+    write_file(root, "phlo.toml", &second.adapter_toml());
+    assert_eq!(typed_columns(root, "x.orders"), second_columns);
+    // Both warehouses as targets: each one's schemas, whichever `--adapter` chooses.
+    let named = second
+        .adapter_toml()
+        .replace("[adapter]", "[adapters.other]");
+    write_file(
+        root,
+        "phlo.toml",
+        &format!("{}{named}", first.adapter_toml()),
+    );
+    assert_eq!(typed_columns(root, "x.orders"), first_columns);
+    let inspect = ok(&run(
+        root,
+        &["inspect", "x.orders", "--json", "--adapter", "other"],
+    ));
+    assert_eq!(
+        crate::common::column_types(&inspect["schema"]),
+        second_columns
+    );
+    let cache: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".phlo/warehouse-schemas.json")).unwrap())
+            .unwrap();
+    assert_eq!(cache["targets"].as_object().unwrap().len(), 2, "{cache:#}");
+}
+
+/// A relation only a data test reads (`tests/*.sql`) is a warehouse relation too: `check`
+/// resolves it from the catalog, and `run` runs the test against it.
+pub fn a_warehouse_relation_only_a_test_reads_is_typed_from_the_catalog(
+    root: &Path,
+    warehouse: &dyn Warehouse,
+) {
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute("CREATE TABLE raw.orders (id bigint)");
+    warehouse.execute("INSERT INTO raw.orders VALUES (1), (2)");
+    warehouse.execute("CREATE TABLE raw.refunds (order_id bigint)");
+    warehouse.execute("INSERT INTO raw.refunds VALUES (2), (9)");
+    write_file(root, "phlo.toml", &warehouse.adapter_toml());
+    write_file(
+        root,
+        "transforms/x/orders.sql",
+        "-- @table\nselect id from raw.orders\n",
+    );
+    // Only the test reads raw.refunds: a refund of an order that does not exist.
+    write_file(
+        root,
+        "tests/refunds_have_orders.sql",
+        "select r.order_id from raw.refunds r\nleft join x.orders o on o.id = r.order_id\nwhere o.id is null\n",
+    );
+    let check = run(root, &["check", "--json"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert!(!check.stdout.contains("R001"), "{}", check.stdout);
+    let out = run(root, &["run", "--json"]);
+    let report = out.json();
+    assert_eq!(
+        by_name(&report, "status")["x.orders"],
+        "passed",
+        "{report:#}"
+    );
+    let test = &report["tests"][0];
+    assert_eq!(test["name"], "refunds_have_orders", "{report:#}");
+    assert_eq!(test["status"], "failed", "{report:#}");
+    assert_eq!(test["violations"], 1, "{report:#}");
+}
+
 /// The warehouse's type name for a canonical source column type.
 fn source_type(warehouse: &dyn Warehouse, canonical: &str) -> &'static str {
     match (canonical, warehouse.dialect()) {
@@ -672,6 +761,21 @@ pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
     assert!(
         a["error"]["message"].as_str().unwrap().contains("raw"),
         "{report:#}"
+    );
+    assert!(
+        a["error"]["help"]
+            .as_str()
+            .unwrap()
+            .contains("dropped behind phlo-transform's back"),
+        "{report:#}"
+    );
+    // The report people read shows the help line under the failed model.
+    let text = run(root, &["run"]);
+    assert_eq!(text.code, 1, "{}\n{}", text.stdout, text.stderr);
+    let shown = format!("{}{}", text.stdout, text.stderr);
+    assert!(
+        shown.contains("A003") && shown.contains("help: a relation the statement reads"),
+        "{shown}"
     );
     // The previous table is untouched, and the model is still to be built.
     assert_eq!(

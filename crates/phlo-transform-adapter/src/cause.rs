@@ -39,6 +39,7 @@ impl Cause {
             code,
             message: message.into(),
             retryable,
+            help: None,
         }
     }
 }

@@ -2,18 +2,19 @@
 //! beyond the files (the target's dialect, the relations only its warehouse has, the names it
 //! reserves) is decided here, once for the CLI, a daemon and tests.
 
-use phlo_transform_compiler::{CatalogSnapshot, Compilation};
+use phlo_transform_compiler::{CatalogSnapshot, Compilation, CompileCache};
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
 use std::path::Path;
 
-use crate::external::{add_warehouse_sources, SchemaRead};
+use crate::external::{warehouse_sources, SchemaRead};
 
 /// Loads the workspace at `root` and compiles it for the target `adapter` names (`None`: the
 /// workspace's `[adapter]`, else the embedded engine). The target's dialect types the models
 /// (its functions, its type names); the relations only its warehouse has become sources typed
 /// from its metadata (Trino: `catalog.schema.table`) or its catalog (PostgreSQL, DuckDB,
 /// through the schema cache as `read` says); model names the target reserves are errors.
+/// Parsing and typing reuse the workspace's compile cache (`.phlo/cache/compile`).
 pub fn compile_for_target(
     root: &Path,
     adapter: Option<&str>,
@@ -27,9 +28,15 @@ pub fn compile_for_target(
     if target.kind() == "trino" {
         crate::trino::add_warehouse_sources(&mut ws, &target, root)?;
     }
-    let warnings = add_warehouse_sources(&mut ws, &target, root, read);
     let (catalog, mut diags) = CatalogSnapshot::load(&ws);
-    diags.extend(warnings);
     diags.extend(crate::reserved::reserved_names(&ws, &target));
-    Ok(Compilation::compile(ws, catalog, diags))
+    let cache = CompileCache::for_workspace(&ws.root);
+    // The relations nothing resolves come from the compile's own parse of the models.
+    Ok(Compilation::compile_with(
+        ws,
+        catalog,
+        diags,
+        &cache,
+        &mut |ws, missing| warehouse_sources(ws, &target, root, read, missing),
+    ))
 }

@@ -17,10 +17,11 @@ pub(crate) async fn latest_timestamp(
     table: TableReference,
     column: &str,
 ) -> Result<Option<i64>, AdapterError> {
-    let failed = |e: datafusion::error::DataFusionError| AdapterError {
-        code: codes::QUERY_FAILED,
-        message: format!("cannot read the latest `{column}` of `{table}`: {e}"),
-        retryable: false,
+    let failed = |e: datafusion::error::DataFusionError| {
+        AdapterError::new(
+            codes::QUERY_FAILED,
+            format!("cannot read the latest `{column}` of `{table}`: {e}"),
+        )
     };
     let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
     let batches = ctx

@@ -62,7 +62,7 @@ pub use duck::DuckDbEngine;
 #[cfg(feature = "duckdb")]
 pub use duckdb;
 pub use error::AdapterError;
-pub use external::{add_warehouse_sources, SchemaRead};
+pub use external::{warehouse_sources, SchemaRead};
 pub use for_target::compile_for_target;
 pub use inflight::{InFlight, QueryId};
 pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};

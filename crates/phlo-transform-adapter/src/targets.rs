@@ -20,12 +20,18 @@ pub enum Purpose {
     Run { jobs: usize },
 }
 
-/// The help line for `e`, the error opening `target`: what to check for a warehouse that
-/// refused the connection (A008, by adapter type), how to set an unset `password_env`
-/// variable, else where the target's settings are.
+/// The help line for `e`, the error opening `target`: the engine's own when it has one (what
+/// to check for a server that is down, a wrong password, a missing database or a locked
+/// database file), else what to check for a warehouse that refused the connection (A008),
+/// how to set an unset `password_env` variable, else where the target's settings are.
 pub fn open_help(target: &AdapterTarget, e: &AdapterError) -> String {
+    if let Some(help) = &e.help {
+        return help.clone();
+    }
     if e.code == codes::ADAPTER_UNAVAILABLE {
-        return unavailable_help(target.kind()).to_string();
+        return "check that the server is running and reachable at that address, and the \
+                target's url, user and password_env"
+            .to_string();
     }
     if let Err(unset) = target.password() {
         if let Some(help) = unset.help {
@@ -62,24 +68,10 @@ pub fn unreadable_relations(problems: Vec<AdapterError>) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// The help line for a target that could not be opened (A008), by adapter type.
-fn unavailable_help(kind: &str) -> &'static str {
-    match kind {
-        "duckdb" => {
-            "check that the database file's directory exists and is writable and that no other \
-             process (another run, the duckdb CLI) has the file open"
-        }
-        _ => {
-            "check that the server is running and reachable at that address, that the database \
-             exists and that password_env names the right variable"
-        }
-    }
-}
-
 /// Opens `target` for workspace `c` rooted at `root` (the local engine's warehouse is
 /// `root/.phlo/warehouse`). Problems that do not stop the engine from opening (a source the
 /// local engine cannot register) come back beside it; a warehouse that cannot be reached is
-/// an error (A006).
+/// an error (A008).
 pub async fn open(
     target: &AdapterTarget,
     root: &Path,

@@ -38,22 +38,32 @@ impl CatalogSnapshot {
     /// load them are A004 and stay in it, their schema unknown (see `rest_sources`).
     pub fn load(workspace: &Workspace) -> (CatalogSnapshot, Vec<Diagnostic>) {
         let mut snapshot = CatalogSnapshot::default();
+        let diags = snapshot.read(workspace, &workspace.sources);
+        (snapshot, diags)
+    }
+
+    /// Reads the state of `sources` of `workspace` into the snapshot, as [`load`] does for
+    /// all of them: what a compile adds for the sources found while compiling (relations only
+    /// the warehouse has). Returns the diagnostics of those that cannot be read.
+    ///
+    /// [`load`]: CatalogSnapshot::load
+    pub fn read(&mut self, workspace: &Workspace, sources: &[SourceDecl]) -> Vec<Diagnostic> {
         let mut diags = Vec::new();
-        let mut remote = crate::rest_sources::load(&workspace.sources);
-        for source in &workspace.sources {
+        let mut remote = crate::rest_sources::load(sources);
+        for source in sources {
             if let Some((state, problem)) = remote.remove(&source.name) {
                 diags.extend(problem.map(|d| locate_declaration(workspace, source, d)));
-                snapshot.sources.insert(source.name.clone(), state);
+                self.sources.insert(source.name.clone(), state);
                 continue;
             }
             match read_state(source) {
                 Ok(state) => {
-                    snapshot.sources.insert(source.name.clone(), state);
+                    self.sources.insert(source.name.clone(), state);
                 }
                 Err(unreadable) => diags.push(unreadable_source(workspace, source, unreadable)),
             }
         }
-        (snapshot, diags)
+        diags
     }
 
     /// Source `name` read again against what this snapshot recorded; `None` when it reads as

@@ -1,22 +1,24 @@
 //! `Compilation::compile`: parse every model, resolve its relations, build the graph, report
 //! cycles, compute versions in topological order and compile tests. Every problem in the
-//! workspace is reported in one pass.
+//! workspace is reported in one pass. Parsing and typing take what they can from the compile
+//! cache (`cache`), when given one.
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics, ModelName};
-use phlo_transform_project::{EffectiveConfig, ModelFile, Workspace};
-use phlo_transform_sql::canonical::canonical_text;
+use phlo_transform_project::{EffectiveConfig, ModelFile, SourceDecl, Workspace};
 use phlo_transform_sql::parse::default_dialect;
 use phlo_transform_sql::sqlparser::ast::Query;
-use phlo_transform_sql::{extract_relations, parse_query, template};
+use phlo_transform_sql::{extract_relations, parse_query, template, ParsedQuery};
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cache::{CacheStats, CompileCache};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
 use crate::lineage::{LineageGraph, LineageInputs};
 use crate::model::{executable_query, rewrite};
 use crate::model::{CompiledModel, Dependency, ModelSchema, ResolvedRelation};
+use crate::parsed::Parsed;
 use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing;
@@ -41,6 +43,8 @@ pub struct Compilation {
     /// The target dialect (`[transform] dialect`; `datafusion` by default).
     pub dialect: crate::dialect::Dialect,
     pub diagnostics: Diagnostics,
+    /// What the compile cache answered ([`Compilation::compile_cached`]).
+    pub cache_stats: CacheStats,
 }
 
 /// What [`Compilation::lookup_model`] found.
@@ -52,26 +56,108 @@ pub enum ModelLookup {
     Missing,
 }
 
+/// Sources for relations nothing in the workspace resolves, found while compiling: given the
+/// workspace and the parts of every relation the models and data tests read that no model or
+/// source resolves, the sources to add for those of them that exist elsewhere (a warehouse's
+/// own tables) and the diagnostics of looking (warnings). Asked once, after parsing and
+/// before typing, so that finding them parses nothing again.
+pub type MissingRelations<'a> =
+    dyn FnMut(&Workspace, &BTreeSet<Vec<String>>) -> (Vec<SourceDecl>, Vec<Diagnostic>) + 'a;
+
+/// A parsed model some of whose relations nothing resolved: kept (only these) until the
+/// sources found for them are known, then resolved again without parsing again.
+struct Unresolved {
+    text: String,
+    parsed: Parsed,
+    /// The parts of each relation that failed to resolve (R001).
+    missing: Vec<Vec<String>>,
+}
+
 impl Compilation {
+    /// Compiles without the compile cache.
     pub fn compile(
-        mut workspace: Workspace,
+        workspace: Workspace,
         catalog: CatalogSnapshot,
         catalog_diagnostics: Vec<Diagnostic>,
     ) -> Compilation {
+        Self::compile_cached(
+            workspace,
+            catalog,
+            catalog_diagnostics,
+            &CompileCache::disabled(),
+        )
+    }
+
+    /// Compiles, taking from `cache` what an earlier compile computed for the same inputs
+    /// (parsing by a model's text, typing by its text and its inputs' schemas) and storing
+    /// what it computes. The result is the same with or without the cache.
+    pub fn compile_cached(
+        workspace: Workspace,
+        catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+        cache: &CompileCache,
+    ) -> Compilation {
+        Self::compile_with(
+            workspace,
+            catalog,
+            catalog_diagnostics,
+            cache,
+            &mut |_, _| (Vec::new(), Vec::new()),
+        )
+    }
+
+    /// [`compile_cached`](Compilation::compile_cached), asking `missing` for sources of the
+    /// relations nothing in the workspace resolves (see [`MissingRelations`]); the sources it
+    /// gives are added to the workspace and the catalog, and the models reading them resolved
+    /// again from their parse, without parsing again.
+    pub fn compile_with(
+        mut workspace: Workspace,
+        mut catalog: CatalogSnapshot,
+        catalog_diagnostics: Vec<Diagnostic>,
+        cache: &CompileCache,
+        missing: &mut MissingRelations<'_>,
+    ) -> Compilation {
+        let mut stats = CacheStats::default();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
-        let resolver = Resolver::new(&workspace);
         let sql_dialect = default_dialect();
+        let resolver = Resolver::new(&workspace);
+        let mut compiled = crate::par::map(
+            workspace.models.iter().enumerate().collect(),
+            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, cache),
+        );
+        let test_files: Vec<Result<ParsedQuery, Diagnostic>> = workspace
+            .tests
+            .iter()
+            .map(|f| parse_query(&f.text, &f.path, &sql_dialect))
+            .collect();
+        drop(resolver);
+        diagnostics.extend(add_missing_sources(
+            &mut workspace,
+            &mut catalog,
+            &mut compiled,
+            &test_files,
+            missing,
+        ));
+        let resolver = Resolver::new(&workspace);
 
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
         let mut edges = Vec::new();
-        let compiled = crate::par::map(
-            workspace.models.iter().enumerate().collect(),
-            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect),
-        );
         let mut canonical = Vec::with_capacity(compiled.len());
-        for (index, (model, diags, text)) in compiled.into_iter().enumerate() {
+        for (index, entry) in compiled.into_iter().enumerate() {
+            let CompiledEntry {
+                model,
+                diagnostics: diags,
+                canonical: text,
+                cache_hit,
+                ..
+            } = entry;
             canonical.push(text);
+            if cache_hit {
+                stats.parse_hits += 1;
+            } else {
+                stats.parsed.push(index);
+            }
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
@@ -105,20 +191,24 @@ impl Compilation {
         }
         let order = graph.topological_order();
         let dialect = typing::load_dialect(&workspace, &mut diagnostics);
-        typing::infer(
+        let typed = typing::infer(
             &mut models,
             &order,
             &catalog,
             &workspace,
             &dialect,
+            cache,
             &mut diagnostics,
         );
+        stats.type_hits = typed.hits;
+        stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
         crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
         compute_versions(&mut models, canonical, &order, &workspace, &catalog);
         let tests = compile_tests(
             &models,
             &workspace,
+            test_files,
             &contracts,
             &resolver,
             &sql_dialect,
@@ -137,6 +227,7 @@ impl Compilation {
             lineage: OnceLock::new(),
             dialect,
             diagnostics,
+            cache_stats: stats,
         }
     }
 
@@ -252,18 +343,95 @@ impl Compilation {
     }
 }
 
-/// Parses, resolves and canonicalises one model. Returns the model, its diagnostics and its
-/// canonical SQL (relations replaced by the identities they resolve to; `None` when it did
-/// not parse); the AST is dropped here.
-fn compile_model(
-    index: usize,
-    file: &ModelFile,
-    ws: &Workspace,
-    resolver: &Resolver,
-    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
-) -> (CompiledModel, Vec<Diagnostic>, Option<String>) {
-    let mut diags = Vec::new();
-    let mut model = CompiledModel {
+/// Asks `missing` for sources of the relations nothing resolved in the `compiled` models and
+/// the parsed `test_files`; adds what it finds to `workspace` and `catalog` and resolves the
+/// models reading those again, from their kept parse. Returns the diagnostics of looking and
+/// of reading the found sources.
+fn add_missing_sources(
+    workspace: &mut Workspace,
+    catalog: &mut CatalogSnapshot,
+    compiled: &mut [CompiledEntry],
+    test_files: &[Result<ParsedQuery, Diagnostic>],
+    missing: &mut MissingRelations<'_>,
+) -> Vec<Diagnostic> {
+    let mut wanted: BTreeSet<Vec<String>> = compiled
+        .iter()
+        .filter_map(|c| c.unresolved.as_ref())
+        .flat_map(|u| u.missing.iter().cloned())
+        .collect();
+    let resolver = Resolver::new(workspace);
+    for (file, parsed) in workspace.tests.iter().zip(test_files) {
+        let Ok(parsed) = parsed else { continue };
+        wanted.extend(
+            extract_relations(&parsed.query)
+                .into_iter()
+                .filter(|r| {
+                    resolver
+                        .resolve(r, Context::Test, &file.path)
+                        .is_err_and(|d| d.code == codes::UNRESOLVED_RELATION)
+                })
+                .map(|r| r.parts),
+        );
+    }
+    drop(resolver);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let (found, mut diagnostics) = missing(workspace, &wanted);
+    if found.is_empty() {
+        return diagnostics;
+    }
+    diagnostics.extend(catalog.read(workspace, &found));
+    let names: BTreeSet<String> = found.iter().map(|s| s.name.clone()).collect();
+    workspace.sources.extend(found);
+    let resolver = Resolver::new(workspace);
+    for (index, entry) in compiled.iter_mut().enumerate() {
+        let reads_found = entry.unresolved.as_ref().is_some_and(|u| {
+            u.missing
+                .iter()
+                .any(|parts| names.contains(&parts.join(".")))
+        });
+        if let (true, Some(Unresolved { text, parsed, .. })) =
+            (reads_found, entry.unresolved.take())
+        {
+            let file = &workspace.models[index];
+            let cache_hit = entry.cache_hit;
+            *entry = resolve_model(index, file, workspace, &resolver, text, parsed);
+            entry.cache_hit = cache_hit;
+        }
+    }
+    diagnostics
+}
+
+/// What compiling one model gives.
+struct CompiledEntry {
+    model: CompiledModel,
+    diagnostics: Vec<Diagnostic>,
+    /// Its canonical SQL: relations replaced by the identities they resolve to; `None` when
+    /// it did not parse or a relation did not resolve.
+    canonical: Option<String>,
+    /// Its parse, kept only when some of its relations did not resolve.
+    unresolved: Option<Unresolved>,
+    /// Whether the compile cache answered the parse.
+    cache_hit: bool,
+}
+
+impl CompiledEntry {
+    /// A model that failed before it could be resolved.
+    fn failed(model: CompiledModel, diagnostics: Vec<Diagnostic>, cache_hit: bool) -> Self {
+        CompiledEntry {
+            model,
+            diagnostics,
+            canonical: None,
+            unresolved: None,
+            cache_hit,
+        }
+    }
+}
+
+/// A model of `file` with nothing compiled yet.
+fn uncompiled(file: &ModelFile) -> CompiledModel {
+    CompiledModel {
         name: file.name.clone(),
         id: file.id.clone(),
         path: file.path.clone(),
@@ -277,33 +445,72 @@ fn compile_model(
         schema: None,
         plan_fingerprint: None,
         column_lineage: None,
-    };
+    }
+}
+
+/// Parses (or reads from the cache), resolves and canonicalises one model; no AST is kept.
+fn compile_model(
+    index: usize,
+    file: &ModelFile,
+    ws: &Workspace,
+    resolver: &Resolver,
+    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+    cache: &CompileCache,
+) -> CompiledEntry {
+    let mut model = uncompiled(file);
     let text = if template::needs_rendering(&file.text) {
         match template::render(&file.text, &file.path, &ws.config.vars) {
             Ok(t) => t,
             Err(d) => {
-                diags.push(d);
                 model.has_errors = true;
-                return (model, diags, None);
+                return CompiledEntry::failed(model, vec![d], false);
             }
         }
     } else {
         file.text.clone()
     };
-    let parsed = match parse_query(&text, &file.path, dialect) {
-        Ok(p) => p,
-        Err(d) => {
-            diags.push(d);
-            model.has_errors = true;
-            return (model, diags, None);
+    // The target prints this AST as written: what its dialect lacks is an error now (A009).
+    let target_dialect = ws
+        .config
+        .transform
+        .dialect
+        .as_deref()
+        .unwrap_or("datafusion");
+    let (parsed, hit) = crate::parsed::parse(&text, &file.path, target_dialect, dialect, cache);
+    match parsed {
+        Ok(parsed) => {
+            let mut entry = resolve_model(index, file, ws, resolver, text, parsed);
+            entry.cache_hit = hit;
+            entry
         }
-    };
+        Err(d) => {
+            model.has_errors = true;
+            CompiledEntry::failed(model, vec![d], hit)
+        }
+    }
+}
+
+/// Resolves and canonicalises one parsed model (see [`compile_model`]).
+fn resolve_model(
+    index: usize,
+    file: &ModelFile,
+    ws: &Workspace,
+    resolver: &Resolver,
+    text: String,
+    parsed: Parsed,
+) -> CompiledEntry {
+    let mut diags = Vec::new();
+    let mut model = uncompiled(file);
+    let mut missing = Vec::new();
     let mut upstream = BTreeSet::new();
     let mut sources = BTreeSet::new();
-    for relation in extract_relations(&parsed.query) {
+    for relation in parsed.relations() {
         let target = match resolver.resolve(&relation, Context::Model(index), &file.path) {
             Ok(t) => Some(t),
             Err(d) => {
+                if d.code == codes::UNRESOLVED_RELATION {
+                    missing.push(relation.parts.clone());
+                }
                 diags.push(d);
                 model.has_errors = true;
                 None
@@ -322,37 +529,35 @@ fn compile_model(
     }
     model.upstream = upstream.into_iter().collect();
     model.sources = sources.into_iter().collect();
-    // The target prints this AST as written: what its dialect lacks is an error now (A009).
-    let target = ws
-        .config
-        .transform
-        .dialect
-        .as_deref()
-        .unwrap_or("datafusion");
-    for u in phlo_transform_sql::dialects::unsupported(&parsed.query, target) {
-        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message)
+    for u in &parsed.unsupported {
+        let mut d = Diagnostic::error(codes::DIALECT_UNSUPPORTED, u.message.clone())
             .in_file(&file.path)
-            .with_help(u.help);
+            .with_help(u.help.clone());
         if let Some(span) = u.span {
-            d = d.with_span(span);
+            d = d.with_span(crate::parsed::span_from(span));
         }
         diags.push(d);
         model.has_errors = true;
     }
-    let canonical = canonical_text(&parsed.query, |parts| {
-        let target = model
-            .relations
-            .iter()
-            .find(|r| r.relation.parts == parts)?
-            .target
-            .as_ref()?;
-        Some(match target {
+    let canonical = parsed.canonical(|k| {
+        Some(match model.relations[k].target.as_ref()? {
             Target::Model(u) => format!("model:{}", ws.models[*u].id),
             Target::Source(s) => format!("source:{s}"),
         })
     });
-    model.sql = Some(text.into());
-    (model, diags, Some(canonical))
+    model.sql = Some(text.as_str().into());
+    let unresolved = (!missing.is_empty()).then_some(Unresolved {
+        text,
+        parsed,
+        missing,
+    });
+    CompiledEntry {
+        model,
+        diagnostics: diags,
+        canonical,
+        unresolved,
+        cache_hit: false,
+    }
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
@@ -446,9 +651,12 @@ fn compute_versions(
     }
 }
 
+/// The generated tests of the models and the data tests of `ws.tests`, whose files
+/// `test_files` are, parsed (in the same order).
 fn compile_tests(
     models: &[CompiledModel],
     ws: &Workspace,
+    test_files: Vec<Result<ParsedQuery, Diagnostic>>,
     contracts: &BTreeMap<usize, Contract>,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
@@ -535,8 +743,8 @@ fn compile_tests(
             }
         }
     }
-    for file in &ws.tests {
-        let parsed = match parse_query(&file.text, &file.path, dialect) {
+    for (file, parsed) in ws.tests.iter().zip(test_files) {
+        let parsed = match parsed {
             Ok(p) => p,
             Err(d) => {
                 diagnostics.push(d);

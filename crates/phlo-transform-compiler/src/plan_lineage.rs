@@ -11,12 +11,12 @@ use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
     Aggregate, Distinct, Expr, JoinType, LogicalPlan, Projection, Subquery,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// How an output column depends on an input column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Directness {
     /// The input's value flows into the output's value.
@@ -28,7 +28,7 @@ pub enum Directness {
 /// What happens to the input on its way to the output. Ordered by strength: along a chain of
 /// plan nodes the strongest step names the edge (a sum over an arithmetic expression is an
 /// aggregation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transformation {
     Identity,

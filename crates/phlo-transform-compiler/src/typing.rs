@@ -23,14 +23,16 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
+use crate::cache::CompileCache;
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::model::{typing_query, CompiledModel, ModelSchema};
-use crate::plan_lineage::{column_lineage, ColumnDerivations};
+use crate::plan_lineage::column_lineage;
 use crate::relax;
 use crate::resolve::Target;
 use crate::schemas::SourceSchema;
 use crate::semantics::{Divergence, Semantics};
+use crate::typed_cache::{Typed, TypingCache};
 use crate::version::plan_fingerprint;
 use crate::CatalogSnapshot;
 use phlo_transform_project::{AnalysisMode, Workspace};
@@ -74,21 +76,34 @@ pub(crate) fn load_dialect(workspace: &Workspace, diagnostics: &mut Diagnostics)
     })
 }
 
+/// Which models typing took from the compile cache and which it planned.
+#[derive(Default)]
+pub(crate) struct TypingStats {
+    pub hits: usize,
+    /// Sorted model indices.
+    pub computed: Vec<usize>,
+}
+
 /// Types every model without errors, in `order`. Planning errors become diagnostics and mark
-/// the model as erroneous.
+/// the model as erroneous. A model whose SQL and inputs' schemas are as when an earlier
+/// compile typed it takes that typing from `cache` instead of being planned.
 pub(crate) fn infer(
     models: &mut [CompiledModel],
     order: &[usize],
     catalog: &CatalogSnapshot,
     workspace: &Workspace,
     dialect: &Dialect,
+    cache: &CompileCache,
     diagnostics: &mut Diagnostics,
-) {
+) -> TypingStats {
+    let mut stats = TypingStats::default();
+    let mut cached = TypingCache::new(cache, &dialect.name);
     let ctx = typing_session(&dialect.semantics);
     dialect.register(&ctx);
     for (name, state) in &catalog.sources {
         if let SourceSchema::Known(schema) = &state.schema {
             register(&ctx, name, schema.clone());
+            cached.registered(name, schema);
         }
     }
     // Models with an unknown column whose query planned once the column was NULL (see
@@ -135,7 +150,20 @@ pub(crate) fn infer(
             }
             work.push(i);
         }
-        for (i, planned) in plan_in_parallel(&ctx, &dialect.semantics, models, work, &datasets) {
+        let planned = plan_in_parallel(
+            &ctx,
+            &dialect.semantics,
+            models,
+            work,
+            &datasets,
+            (&cached, &against_relaxed),
+        );
+        for (i, planned, hit) in planned {
+            if hit {
+                stats.hits += 1;
+            } else {
+                stats.computed.push(i);
+            }
             if against_relaxed.contains(&i) {
                 if typed_against_relaxed(i, planned, models, &ctx, diagnostics) {
                     relaxed.insert(i);
@@ -146,6 +174,9 @@ pub(crate) fn infer(
                 Planned::Unplannable(e) => relax::unknown_column(e),
                 _ => None,
             };
+            if let Planned::Typed(typed) = &planned {
+                cached.registered(models[i].name.as_str(), &typed.schema);
+            }
             record(i, planned, models, workspace, &ctx, diagnostics);
             if let (Some(column), true) = (unknown, models[i].has_errors) {
                 if relax_model(i, column, models, &ctx, diagnostics) {
@@ -154,6 +185,8 @@ pub(crate) fn infer(
             }
         }
     }
+    stats.computed.sort_unstable();
+    stats
 }
 
 /// Plans model `i` again with each unknown column replaced by NULL, reporting every further
@@ -279,19 +312,6 @@ fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-/// What compiling keeps of a model planned and analysed: the plans themselves are dropped on
-/// the planning thread, so at most one plan per thread is alive (issue 17).
-struct Typed {
-    /// The schema of the analysed plan, after the target dialect's exact rewrites.
-    schema: SchemaRef,
-    /// Fingerprint and column lineage of the unanalysed plan: the analyzer's casts would add
-    /// transformation edges users did not write.
-    fingerprint: String,
-    lineage: Vec<ColumnDerivations>,
-    /// Constructs the local engine may compute differently from the target.
-    divergences: Vec<Divergence>,
-}
-
 /// What planning and analysing one model gave.
 enum Planned {
     Typed(Box<Typed>),
@@ -303,15 +323,17 @@ enum Planned {
 
 /// Plans the models on up to `available_parallelism` threads, one session state each, and
 /// reads the schema, fingerprint and column lineage off each plan there. Each query is
-/// parsed again on its thread (compiling keeps no ASTs).
+/// parsed again on its thread (compiling keeps no ASTs). A model whose typing is in the
+/// cache (and not in `uncached`: typed against a relaxed schema) is not planned; the flag
+/// says which were cache hits.
 fn plan_in_parallel(
     ctx: &SessionContext,
     semantics: &Semantics,
     models: &[CompiledModel],
     work: Vec<usize>,
     datasets: &HashSet<String>,
-) -> Vec<(usize, Planned)> {
-    let is_dataset = |name: &str| datasets.contains(name);
+    (cache, uncached): (&TypingCache<'_>, &HashSet<usize>),
+) -> Vec<(usize, Planned, bool)> {
     let dotted = |t: &Target| match t {
         Target::Model(u) => models[*u].name.to_string(),
         Target::Source(s) => s.clone(),
@@ -320,6 +342,23 @@ fn plan_in_parallel(
         work,
         || ctx.state(),
         |state, i| {
+            let key = if uncached.contains(&i) {
+                None
+            } else {
+                cache.key(models, i)
+            };
+            if let Some(typed) = key.as_ref().and_then(|k| cache.get(k, datasets)) {
+                return Some((i, Planned::Typed(Box::new(typed)), true));
+            }
+            // What lineage asks about datasets, stored with the entry.
+            let asked = std::sync::Mutex::new(Vec::new());
+            let is_dataset = |name: &str| {
+                let is = datasets.contains(name);
+                if let Ok(mut asked) = asked.lock() {
+                    asked.push((name.to_string(), is));
+                }
+                is
+            };
             let query = typing_query(models, i, &dotted)?;
             let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query))));
             let planned = match futures::executor::block_on(state.statement_to_plan(statement)) {
@@ -343,7 +382,11 @@ fn plan_in_parallel(
                     }
                 }
             };
-            Some((i, planned))
+            if let (Some(key), Planned::Typed(typed)) = (&key, &planned) {
+                let asked = asked.into_inner().unwrap_or_default();
+                cache.put(key, typed, asked);
+            }
+            Some((i, planned, false))
         },
     )
     .into_iter()

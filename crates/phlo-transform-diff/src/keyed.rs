@@ -6,8 +6,11 @@
 //! numbers and keys encoded in Arrow's row format (so equality is NULL-safe and covers
 //! composite keys of any scalar types). Each candidate batch is hashed, and every partition
 //! probes, gathers and compares its own rows on its own thread. Candidate batches are not
-//! kept: only their keys (to find keys the candidate repeats) and the rows a sample or
-//! `--output` needs.
+//! kept: only the keys the base lacks and the rows a sample or `--output` needs.
+//!
+//! A candidate row costs one probe: a key the base has is counted on its base entry (which
+//! also finds a key the candidate repeats), and only a key the base lacks (an added row)
+//! goes into a second, small table of its own.
 //!
 //! Duplicate keys are never collapsed: a key that occurs more than once on either side is
 //! counted under `duplicates` (keys and rows, per side, with samples), and its rows take no
@@ -17,7 +20,7 @@
 use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch, or, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::row::{RowConverter, Rows, SortField};
+use datafusion::arrow::row::{OwnedRow, RowConverter, Rows, SortField};
 use hashbrown::HashTable;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -40,16 +43,19 @@ struct BaseEntry {
     row: u32,
     /// Base rows with this key.
     count: u32,
-    /// Candidate rows (first occurrences) that found this key.
+    /// Candidate rows with this key.
     matched: u32,
+    /// The outcome slot of the first candidate row with this key.
+    slot: u32,
 }
 
-#[derive(Clone, Copy)]
-struct CandEntry {
+/// A candidate key the base lacks.
+struct AddedEntry {
     hash: u64,
-    batch: u32,
-    row: u32,
+    key: OwnedRow,
+    /// Candidate rows with this key.
     count: u32,
+    /// The outcome slot of its first row.
     slot: u32,
 }
 
@@ -147,7 +153,7 @@ struct Kept {
 /// and the counts.
 struct Part {
     base: HashTable<BaseEntry>,
-    cand: HashTable<CandEntry>,
+    added_keys: HashTable<AddedEntry>,
     outcomes: Vec<Outcome>,
     /// Changed-column bitmasks of modified rows, `words` u64s each.
     masks: Vec<u64>,
@@ -232,7 +238,6 @@ pub struct KeyedDiff {
     pending_base: Vec<RecordBatch>,
     base: Option<BaseSide>,
     parts: Vec<Part>,
-    cand_keys: Vec<Rows>,
     base_rows: u64,
     candidate_rows: u64,
     compared_base_rows: u64,
@@ -276,7 +281,7 @@ impl KeyedDiff {
         let parts = (0..threads)
             .map(|_| Part {
                 base: HashTable::new(),
-                cand: HashTable::new(),
+                added_keys: HashTable::new(),
                 outcomes: Vec::new(),
                 masks: Vec::new(),
                 added: 0,
@@ -306,7 +311,6 @@ impl KeyedDiff {
             pending_base: Vec::new(),
             base: None,
             parts,
-            cand_keys: Vec::new(),
             base_rows: 0,
             candidate_rows: 0,
             compared_base_rows: 0,
@@ -369,6 +373,7 @@ impl KeyedDiff {
                                 row: r as u32,
                                 count: 1,
                                 matched: 0,
+                                slot: 0,
                             },
                             |e| e.hash,
                         );
@@ -408,12 +413,10 @@ impl KeyedDiff {
             .converter
             .convert_columns(key_columns)
             .map_err(internal)?;
-        self.cand_keys.push(rows);
         let probe = Probe {
             batch: &batch,
             hashes: &hashes,
-            batch_index: (self.cand_keys.len() - 1) as u32,
-            cand_keys: &self.cand_keys,
+            keys: &rows,
             base: self
                 .base
                 .as_ref()
@@ -469,18 +472,17 @@ impl KeyedDiff {
             }
             for e in part.base.iter() {
                 let key = base.keys.row(e.row as usize);
-                let cand_count = part
-                    .cand
-                    .find(e.hash, |c| {
-                        c.hash == e.hash
-                            && self.cand_keys[c.batch as usize].row(c.row as usize) == key
-                    })
-                    .map_or(0, |c| c.count);
+                if e.matched > 1 {
+                    duplicates.candidate.keys += 1;
+                    duplicates.candidate.rows += e.matched as u64;
+                }
                 if e.count > 1 {
                     duplicates.base.keys += 1;
                     duplicates.base.rows += e.count as u64;
+                }
+                if e.count > 1 || e.matched > 1 {
                     dup_samples.offer(key.as_ref(), None, || {
-                        json!({"key": key_of(e.row as usize), "base_rows": e.count, "candidate_rows": cand_count})
+                        json!({"key": key_of(e.row as usize), "base_rows": e.count, "candidate_rows": e.matched})
                     });
                 } else if e.matched == 0 {
                     records.removed += 1;
@@ -494,19 +496,11 @@ impl KeyedDiff {
                     }
                 }
             }
-            for c in part.cand.iter().filter(|c| c.count > 1) {
-                let key = self.cand_keys[c.batch as usize].row(c.row as usize);
+            // Keys the base lacks, repeated by the candidate.
+            for c in part.added_keys.iter().filter(|c| c.count > 1) {
+                let key = c.key.row();
                 duplicates.candidate.keys += 1;
                 duplicates.candidate.rows += c.count as u64;
-                let base_count = part
-                    .base
-                    .find(c.hash, |e| {
-                        e.hash == c.hash && base.keys.row(e.row as usize) == key
-                    })
-                    .map_or(0, |e| e.count);
-                if base_count > 1 {
-                    continue; // sampled above, with both counts
-                }
                 dup_samples.offer(key.as_ref(), None, || {
                     let key_value = self
                         .converter
@@ -521,7 +515,7 @@ impl KeyedDiff {
                             )
                         })
                         .unwrap_or(Value::Null);
-                    json!({"key": key_value, "base_rows": base_count, "candidate_rows": c.count})
+                    json!({"key": key_value, "base_rows": 0, "candidate_rows": c.count})
                 });
             }
         }
@@ -628,8 +622,8 @@ fn labelled(kind: &str, side: &str, batch: RecordBatch) -> Result<RecordBatch, D
 struct Probe<'a> {
     batch: &'a RecordBatch,
     hashes: &'a [u64],
-    batch_index: u32,
-    cand_keys: &'a [Rows],
+    /// The batch's keys in the row format.
+    keys: &'a Rows,
     base: &'a BaseSide,
     nkeys: usize,
     names: &'a [String],
@@ -666,72 +660,74 @@ impl Part {
     fn probe_inner(&mut self, p: &Probe<'_>, pi: usize) -> Result<(), Diagnostic> {
         let ncols = self.changed.len();
         let words = ncols.div_ceil(64).max(1);
-        let rows = &p.cand_keys[p.batch_index as usize];
         let mut pair_cand: Vec<u32> = Vec::new();
         let mut pair_base: Vec<u32> = Vec::new();
         let mut pair_slot: Vec<u32> = Vec::new();
         let mut added_rows: Vec<u32> = Vec::new();
         let mut added_slots: Vec<u32> = Vec::new();
+        let base_keys = &p.base.keys;
         for (r, &h) in p.hashes.iter().enumerate() {
             if partition_of(h, p.nparts) != pi {
                 continue;
             }
-            let row = rows.row(r);
+            let row = p.keys.row(r);
             let slot = self.outcomes.len() as u32;
-            // One probe finds a repeated candidate key or the place to record a new one.
-            match self.cand.entry(
-                h,
-                |e| e.hash == h && p.cand_keys[e.batch as usize].row(e.row as usize) == row,
-                |e| e.hash,
-            ) {
+            if let Some(b) = self
+                .base
+                .find_mut(h, |e| e.hash == h && base_keys.row(e.row as usize) == row)
+            {
+                b.matched += 1;
+                if b.matched > 1 {
+                    // The candidate repeats the key: its first row no longer counts.
+                    if b.matched == 2 {
+                        let first = b.slot;
+                        self.retract(first, words);
+                    }
+                    continue;
+                }
+                b.slot = slot;
+                if b.count > 1 {
+                    self.outcomes.push(Outcome::BaseDuplicate);
+                } else {
+                    self.outcomes.push(Outcome::Pending);
+                    pair_cand.push(r as u32);
+                    pair_base.push(b.row);
+                    pair_slot.push(slot);
+                }
+                continue;
+            }
+            match self
+                .added_keys
+                .entry(h, |e| e.hash == h && e.key.row() == row, |e| e.hash)
+            {
                 hashbrown::hash_table::Entry::Occupied(mut o) => {
                     let e = o.get_mut();
                     e.count += 1;
                     if e.count == 2 {
-                        let slot = e.slot;
-                        self.retract(slot, words);
+                        let first = e.slot;
+                        self.retract(first, words);
                     }
                     continue;
                 }
                 hashbrown::hash_table::Entry::Vacant(v) => {
-                    v.insert(CandEntry {
+                    v.insert(AddedEntry {
                         hash: h,
-                        batch: p.batch_index,
-                        row: r as u32,
+                        key: row.owned(),
                         count: 1,
                         slot,
                     });
                 }
             }
-            let base_keys = &p.base.keys;
-            match self
-                .base
-                .find_mut(h, |e| e.hash == h && base_keys.row(e.row as usize) == row)
-            {
-                None => {
-                    self.outcomes.push(Outcome::Added);
-                    self.added += 1;
-                    added_rows.push(r as u32);
-                    added_slots.push(slot);
-                    self.added_samples.offer(row.as_ref(), Some(slot), || {
-                        json!({
-                            "key": values::object(p.names[..p.nkeys].iter().map(String::as_str).zip(&p.batch.columns()[..p.nkeys]), r),
-                            "values": values::object(p.names[p.nkeys..].iter().map(String::as_str).zip(&p.batch.columns()[p.nkeys..]), r),
-                        })
-                    });
-                }
-                Some(b) => {
-                    b.matched += 1;
-                    if b.count > 1 {
-                        self.outcomes.push(Outcome::BaseDuplicate);
-                    } else {
-                        self.outcomes.push(Outcome::Pending);
-                        pair_cand.push(r as u32);
-                        pair_base.push(b.row);
-                        pair_slot.push(slot);
-                    }
-                }
-            }
+            self.outcomes.push(Outcome::Added);
+            self.added += 1;
+            added_rows.push(r as u32);
+            added_slots.push(slot);
+            self.added_samples.offer(row.as_ref(), Some(slot), || {
+                json!({
+                    "key": values::object(p.names[..p.nkeys].iter().map(String::as_str).zip(&p.batch.columns()[..p.nkeys]), r),
+                    "values": values::object(p.names[p.nkeys..].iter().map(String::as_str).zip(&p.batch.columns()[p.nkeys..]), r),
+                })
+            });
         }
         if p.keep_rows && !added_rows.is_empty() {
             let batch =

@@ -237,17 +237,38 @@ async fn duplicate_keys_are_counted_not_collapsed() {
         ],
         2,
     );
-    // Key 2 repeats in the candidate, in different batches; key 1 repeats in the base.
+    // Key 2 repeats in the candidate, in different batches; key 1 repeats on both sides;
+    // key 7, which the base lacks, repeats in the candidate (its first row was counted added).
     let candidate = frame(
         &ctx,
         vec![
             (
                 "id",
-                ints(&[Some(2), Some(1), Some(4), Some(5), Some(2), Some(2)]),
+                ints(&[
+                    Some(2),
+                    Some(1),
+                    Some(4),
+                    Some(5),
+                    Some(2),
+                    Some(2),
+                    Some(7),
+                    Some(1),
+                    Some(7),
+                ]),
             ),
             (
                 "v",
-                ints(&[Some(21), Some(10), Some(40), Some(51), Some(20), Some(22)]),
+                ints(&[
+                    Some(21),
+                    Some(10),
+                    Some(40),
+                    Some(51),
+                    Some(20),
+                    Some(22),
+                    Some(70),
+                    Some(12),
+                    Some(71),
+                ]),
             ),
         ],
         2,
@@ -271,13 +292,17 @@ async fn duplicate_keys_are_counted_not_collapsed() {
     assert_eq!(changed(&r, "v"), 1);
     let d = r.duplicates.as_ref().unwrap();
     assert_eq!((d.base.keys, d.base.rows), (1, 2));
-    assert_eq!((d.candidate.keys, d.candidate.rows), (1, 3));
-    assert_eq!(d.samples.len(), 2);
+    assert_eq!((d.candidate.keys, d.candidate.rows), (3, 7));
+    assert_eq!(d.samples.len(), 3);
     assert_eq!(d.samples[0]["key"]["id"], 1);
     assert_eq!(d.samples[0]["base_rows"], 2);
-    assert_eq!(d.samples[0]["candidate_rows"], 1);
+    assert_eq!(d.samples[0]["candidate_rows"], 2);
     assert_eq!(d.samples[1]["key"]["id"], 2);
+    assert_eq!(d.samples[1]["base_rows"], 1);
     assert_eq!(d.samples[1]["candidate_rows"], 3);
+    assert_eq!(d.samples[2]["key"]["id"], 7);
+    assert_eq!(d.samples[2]["base_rows"], 0);
+    assert_eq!(d.samples[2]["candidate_rows"], 2);
     assert!(r
         .warnings
         .iter()

@@ -14,11 +14,13 @@ pub struct CleanReport {
     pub removed: Vec<String>,
 }
 
-/// `clean [--all]`: removes `warehouse` and the files of `artifacts` that exist, and with
-/// `all` the state when it is a SQLite file (with its `-wal`/`-shm` files). A PostgreSQL state
-/// is shared by every checkout and machine that names it, so `clean` never drops it, `--all`
-/// included: the report lists only what was removed. Stops at the first removal that fails.
+/// `clean [--all]` of the workspace at `root`: removes `warehouse`, the files of `artifacts`
+/// and the compile cache that exist, and with `all` the state when it is a SQLite file (with
+/// its `-wal`/`-shm` files). A PostgreSQL state is shared by every checkout and machine that
+/// names it, so `clean` never drops it, `--all` included: the report lists only what was
+/// removed. Stops at the first removal that fails.
 pub fn clean(
+    root: &Path,
     warehouse: &Path,
     artifacts: &ArtifactDir,
     state: &StateLocation,
@@ -26,7 +28,8 @@ pub fn clean(
 ) -> Result<CleanReport, Diagnostic> {
     let artifacts = ArtifactDir::FILES
         .iter()
-        .map(|name| artifacts.path().join(name));
+        .map(|name| artifacts.path().join(name))
+        .chain([root.join(phlo_transform_compiler::cache::DIR)]);
     let sqlite_state = match (all, state) {
         (true, StateLocation::Sqlite(state)) => Some(state.as_path()),
         _ => None,
@@ -81,7 +84,7 @@ mod tests {
         let postgres = StateLocation::Postgres("postgres://localhost/phlo".into());
 
         fill();
-        let report = clean(&warehouse, &artifact_dir, &postgres, true).unwrap();
+        let report = clean(&dir, &warehouse, &artifact_dir, &postgres, true).unwrap();
         assert_eq!(report.removed.len(), 2, "{:?}", report.removed);
         assert!(!warehouse.exists() && !artifacts.join("plan.json").exists());
         assert!(
@@ -90,11 +93,11 @@ mod tests {
         );
 
         fill();
-        clean(&warehouse, &artifact_dir, &sqlite, false).unwrap();
+        clean(&dir, &warehouse, &artifact_dir, &sqlite, false).unwrap();
         assert!(state.exists(), "without --all the state stays");
 
         fill();
-        let report = clean(&warehouse, &artifact_dir, &sqlite, true).unwrap();
+        let report = clean(&dir, &warehouse, &artifact_dir, &sqlite, true).unwrap();
         assert!(!state.exists());
         assert!(report.removed.contains(&state.display().to_string()));
         std::fs::remove_dir_all(&dir).unwrap();

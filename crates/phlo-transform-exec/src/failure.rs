@@ -103,7 +103,7 @@ impl ErrorInfo {
 
     /// An adapter error of `attempt`: a query that failed to plan or run on its data is an
     /// SQL error, an engine fault the engine's, anything else the adapter's; retryable only
-    /// when the adapter says so.
+    /// when the adapter says so. The adapter's help line, when it has one, comes along.
     pub(crate) fn from_adapter(e: AdapterError, attempt: u32) -> Self {
         let category = match e.code {
             codes::QUERY_FAILED | codes::SQL_RUNTIME_ERROR | codes::CONSTRAINT_VIOLATED
@@ -116,6 +116,7 @@ impl ErrorInfo {
         };
         ErrorInfo {
             retryable: e.retryable,
+            help: e.help,
             ..ErrorInfo::new(category, e.code, e.message).at_attempt(attempt)
         }
     }
@@ -162,9 +163,8 @@ mod tests {
     fn adapter(retryable: bool, attempt: u32) -> ErrorInfo {
         ErrorInfo::from_adapter(
             AdapterError {
-                code: codes::WRITE_FAILED,
-                message: "connection reset".into(),
                 retryable,
+                ..AdapterError::new(codes::WRITE_FAILED, "connection reset")
             },
             attempt,
         )
@@ -190,14 +190,7 @@ mod tests {
     fn only_retryable_adapter_failures_are_retried() {
         let policy = RetryPolicy::new(3);
         assert!(policy.retry_after(&adapter(false, 1)).is_none());
-        let sql = ErrorInfo::from_adapter(
-            AdapterError {
-                code: codes::QUERY_FAILED,
-                message: "cast failed".into(),
-                retryable: false,
-            },
-            1,
-        );
+        let sql = ErrorInfo::from_adapter(AdapterError::new(codes::QUERY_FAILED, "cast failed"), 1);
         assert_eq!(sql.category, Category::Sql);
         assert!(policy.retry_after(&sql).is_none());
         let timeout = ErrorInfo::new(Category::Timeout, codes::MODEL_TIMEOUT, "slow");

@@ -125,11 +125,10 @@ pub(crate) async fn run_tests(
             let t0 = Instant::now();
             let outcome = match c.executable_test_query(test, &physical) {
                 Some(q) => adapter.execute(&q, &InFlight::default()).await,
-                None => Err(phlo_transform_adapter::AdapterError {
-                    code: codes::TEST_ERROR,
-                    message: "test query could not be built".into(),
-                    retryable: false,
-                }),
+                None => Err(phlo_transform_adapter::AdapterError::new(
+                    codes::TEST_ERROR,
+                    "test query could not be built",
+                )),
             };
             r.duration_ms = Some(t0.elapsed().as_millis() as u64);
             match outcome {

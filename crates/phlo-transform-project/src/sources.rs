@@ -165,6 +165,24 @@ impl SourceDecl {
     pub fn uri(&self) -> String {
         format!("source://{}", self.name.replace('.', "/"))
     }
+
+    /// A relation that lives only in the warehouse of an `adapter` target (`postgres`,
+    /// `duckdb`, `trino`), typed from that warehouse's catalog: no file, its columns declared
+    /// as the catalog gave them, located as `<adapter>:<name>`.
+    pub fn in_warehouse(adapter: &str, name: String, columns: Vec<(String, String)>) -> Self {
+        SourceDecl {
+            location: format!("{adapter}:{name}"),
+            name,
+            path: PathBuf::new(),
+            format: SourceFormat::Declared,
+            origin: SourceOrigin::Declared,
+            owner: None,
+            description: None,
+            freshness: None,
+            columns,
+            rest: None,
+        }
+    }
 }
 
 pub(crate) fn declared(

@@ -3,6 +3,7 @@
 
 use phlo_transform_core::diagnostic::codes;
 
+use crate::error::help;
 use crate::{AdapterError, MaterializeJob};
 
 pub(super) fn failed(e: duckdb::Error, sql: &str) -> AdapterError {
@@ -21,15 +22,15 @@ pub(super) fn located(e: duckdb::Error, sql: &str, job: Option<&MaterializeJob>)
             message.push_str(&format!(" at {}:{line}:{column}", job.path));
         }
     }
-    let code = if message.contains("Interrupted") {
-        codes::QUERY_CANCELLED
+    let (code, help) = if message.contains("Interrupted") {
+        (codes::QUERY_CANCELLED, help::CANCELLED)
     } else if message.contains("Catalog Error") && message.contains("does not exist") {
-        codes::RELATION_UNAVAILABLE
+        (codes::RELATION_UNAVAILABLE, help::RELATION_MISSING)
     } else if message.contains("Conflict") || message.contains("conflict") {
-        return AdapterError::retryable(codes::WRITE_FAILED, message);
+        return AdapterError::retryable(codes::WRITE_FAILED, message).with_help(help::CONFLICT);
     } else {
-        codes::QUERY_FAILED
+        (codes::QUERY_FAILED, help::SQL)
     };
     let shown: String = sql.chars().take(200).collect();
-    AdapterError::new(code, format!("{message} (in: {shown})"))
+    AdapterError::new(code, format!("{message} (in: {shown})")).with_help(help)
 }

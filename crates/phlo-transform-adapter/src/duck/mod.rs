@@ -49,6 +49,11 @@ impl DuckDbEngine {
                 codes::ADAPTER_UNAVAILABLE,
                 format!("DuckDB database {}: {e}", path.display()),
             )
+            .with_help(
+                "check that `path` names a database file (not a directory) whose directory \
+                 is writable, and that no other process (another run, the duckdb CLI) has \
+                 the file open",
+            )
         })?;
         Ok(DuckDbEngine::on(conn, default_schema))
     }
@@ -56,8 +61,12 @@ impl DuckDbEngine {
     /// An empty in-memory database: what planning sees where the database file does not
     /// exist yet, without creating it.
     pub fn empty(default_schema: Option<&str>) -> Result<DuckDbEngine, AdapterError> {
-        let conn = Connection::open_in_memory()
-            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+        let conn = Connection::open_in_memory().map_err(|e| {
+            AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()).with_help(
+                "DuckDB could not open even an in-memory database: check that libduckdb \
+                     loads (LD_LIBRARY_PATH) and that memory is available",
+            )
+        })?;
         Ok(DuckDbEngine::on(conn, default_schema))
     }
 
@@ -83,7 +92,10 @@ impl DuckDbEngine {
             .lock()
             .expect("not poisoned")
             .try_clone()
-            .map_err(|e| AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string()))?;
+            .map_err(|e| {
+                AdapterError::new(codes::ADAPTER_UNAVAILABLE, e.to_string())
+                    .with_help(crate::error::help::CONNECTION_LOST)
+            })?;
         let id = self.next.fetch_add(1, Ordering::Relaxed).to_string();
         self.running
             .lock()
@@ -97,8 +109,31 @@ impl DuckDbEngine {
             out
         })
         .await
-        .map_err(|e| AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}")))?;
+        .map_err(|e| {
+            AdapterError::new(codes::QUERY_FAILED, format!("DuckDB task: {e}"))
+                .with_help("the task running the statement ended abnormally: run again")
+        })?;
         result
+    }
+
+    /// Runs `work` on `job` (a copy of it, on a connection of its own, see `on_connection`)
+    /// with the engine's catalog: a model's write.
+    async fn on_job(
+        &self,
+        job: &MaterializeJob,
+        inflight: &InFlight,
+        work: impl FnOnce(
+                &Connection,
+                &MaterializeJob,
+                &Catalog,
+            ) -> Result<MaterializeOutcome, AdapterError>
+            + Send
+            + 'static,
+    ) -> Result<MaterializeOutcome, AdapterError> {
+        let job = job.clone();
+        let catalog = self.catalog.clone();
+        self.on_connection(inflight, move |conn| work(conn, &job, &catalog))
+            .await
     }
 }
 
@@ -206,23 +241,43 @@ fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> Stri
     )
 }
 
-fn build_full(
+/// Puts `job`'s relation in place: its schema first (see `ensure_schema`), then, in one
+/// transaction, the statements `statements` makes from what is at the relation now. The
+/// catalog records `now` as what is there after the commit. A table build and a view share
+/// these steps; only their statements and what they leave differ.
+fn replace(
     conn: &Connection,
     job: &MaterializeJob,
     catalog: &Catalog,
-) -> Result<MaterializeOutcome, AdapterError> {
+    statements: impl FnOnce(Option<RelationKind>) -> Vec<String>,
+    now: Option<RelationInfo>,
+) -> Result<(), AdapterError> {
     ensure_schema(conn, &job.relation, catalog)?;
     let existing = catalog
         .lookup(conn, std::slice::from_ref(&job.relation))?
         .remove(0)
         .map(|i| i.kind);
-    let built = catalog::table(job.table.label());
     write(
         conn,
-        &full_build(job, existing),
+        &statements(existing),
         Some(job),
         catalog,
         &job.relation,
+        now,
+    )
+}
+
+fn build_full(
+    conn: &Connection,
+    job: &MaterializeJob,
+    catalog: &Catalog,
+) -> Result<MaterializeOutcome, AdapterError> {
+    let built = catalog::table(job.table.label());
+    replace(
+        conn,
+        job,
+        catalog,
+        |existing| full_build(job, existing),
         built,
     )?;
     Ok(MaterializeOutcome {
@@ -230,6 +285,22 @@ fn build_full(
         write: Some("full".into()),
         ..MaterializeOutcome::default()
     })
+}
+
+fn create_view(
+    conn: &Connection,
+    job: &MaterializeJob,
+    catalog: &Catalog,
+) -> Result<MaterializeOutcome, AdapterError> {
+    let view = catalog::view();
+    replace(
+        conn,
+        job,
+        catalog,
+        |existing| view_statements(job, existing),
+        view,
+    )?;
+    Ok(MaterializeOutcome::default())
 }
 
 fn incremental(
@@ -311,10 +382,7 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| build_full(conn, &job, &catalog))
-            .await
+        self.on_job(job, inflight, build_full).await
     }
 
     async fn create_view(
@@ -322,20 +390,7 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| {
-            ensure_schema(conn, &job.relation, &catalog)?;
-            let existing = catalog
-                .lookup(conn, std::slice::from_ref(&job.relation))?
-                .remove(0)
-                .map(|i| i.kind);
-            let statements = view_statements(&job, existing);
-            let view = catalog::view();
-            write(conn, &statements, Some(&job), &catalog, &job.relation, view)?;
-            Ok(MaterializeOutcome::default())
-        })
-        .await
+        self.on_job(job, inflight, create_view).await
     }
 
     async fn apply_incremental(
@@ -343,13 +398,13 @@ impl Adapter for DuckDbEngine {
         job: &MaterializeJob,
         inflight: &InFlight,
     ) -> Result<MaterializeOutcome, AdapterError> {
-        let job = job.clone();
-        let catalog = self.catalog.clone();
-        self.on_connection(inflight, move |conn| match &job.table.incremental {
-            Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
-                incremental(conn, &job, s, &catalog)
+        self.on_job(job, inflight, |conn, job, catalog| {
+            match &job.table.incremental {
+                Some(s) if *s != IncrementalStrategy::Full && !job.table.full_rebuild => {
+                    incremental(conn, job, s, catalog)
+                }
+                _ => build_full(conn, job, catalog),
             }
-            _ => build_full(conn, &job, &catalog),
         })
         .await
     }

@@ -1,10 +1,10 @@
-//! The warehouse schema cache, `.phlo/warehouse-schemas.json`: per target (its name and type),
-//! the columns of each warehouse relation the models read and when they were read
+//! The warehouse schema cache, `.phlo/warehouse-schemas.json`: per warehouse (a target's type
+//! and address, see [`key`]), the columns of each warehouse relation the models read and when they were read
 //! (seconds since the epoch). One JSON document, replaced whole (written beside and renamed),
 //! so a reader never sees half of it; an unreadable document is an empty cache.
 //!
 //! ```json
-//! {"targets": {"pg postgres":
+//! {"targets": {"postgres postgres://postgres@127.0.0.1:5432/analytics":
 //!     {"relations": {"raw.orders": {"read_at": 1764570000,
 //!                                   "columns": [["id", "bigint"], ["amount", "numeric(12,2)"]]}}}}}
 //! ```
@@ -42,11 +42,30 @@ pub fn path(root: &Path) -> PathBuf {
     root.join(".phlo").join("warehouse-schemas.json")
 }
 
-/// The cache key of `target`: its name and type. The address is left out on purpose: a
-/// target pointed at a server that is down (or a moved database file) still finds what was
-/// read before, and `plan` / `run` read the catalog again wherever the target points.
+/// The cache key of `target`: the identity of the warehouse it addresses, its type and its
+/// address — the URL without its password (PostgreSQL), the database file's path as
+/// configured (DuckDB, relative to the workspace unless absolute). Never the target's name:
+/// two names for one warehouse share its schemas, and a target pointed at another server,
+/// database or file (or `--adapter` choosing another one) is never typed from schemas read
+/// in a different warehouse.
 pub fn key(target: &AdapterTarget) -> String {
-    format!("{} {}", target.name, target.kind())
+    let address = match target.kind() {
+        "duckdb" => target.settings.path.clone().unwrap_or_default(),
+        _ => without_password(target.settings.url.as_deref().unwrap_or_default()),
+    };
+    format!("{} {address}", target.kind())
+}
+
+/// `url` without the password in it (phlo.toml refuses one, A010; this keeps one out of the
+/// cache file regardless); anything that is not a URL as the secrets module shows it.
+fn without_password(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u) => {
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => phlo_transform_core::secrets::redact_url(raw),
+    }
 }
 
 pub fn now() -> u64 {
@@ -93,6 +112,39 @@ impl SchemaCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn target(toml: &str) -> AdapterTarget {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("phlo.toml"), toml).unwrap();
+        let ws = phlo_transform_project::Workspace::load(dir.path()).unwrap();
+        ws.adapter_target(None).unwrap()
+    }
+
+    /// Issue 13: the key was the target's name and type, so a target pointed at another
+    /// warehouse was typed from the first one's schemas.
+    #[test]
+    fn the_key_is_the_warehouse_not_the_target_name() {
+        let pg = |url: &str| {
+            target(&format!(
+                "[adapter]\ntype = \"postgres\"\nurl = \"{url}\"\n"
+            ))
+        };
+        let a = key(&pg("postgres://postgres@127.0.0.1:5432/a"));
+        assert_eq!(a, "postgres postgres://postgres@127.0.0.1:5432/a");
+        assert_ne!(a, key(&pg("postgres://postgres@127.0.0.1:5432/b")));
+        assert_ne!(a, key(&pg("postgres://postgres@10.0.0.1:5432/a")));
+        let duck = |path: &str| {
+            target(&format!(
+                "[adapter]\ntype = \"duckdb\"\npath = \"{path}\"\n"
+            ))
+        };
+        assert_eq!(key(&duck("w.duckdb")), "duckdb w.duckdb");
+        assert_ne!(key(&duck("w.duckdb")), key(&duck("other/w.duckdb")));
+        assert_eq!(
+            without_password("postgres://u:secret@h:5432/d"),
+            "postgres://u@h:5432/d"
+        );
+    }
 
     #[test]
     fn ages_read_as_people_say_them() {

@@ -1,10 +1,13 @@
 //! Relations that live only in the warehouse (SPEC §12 step 6, §14) on PostgreSQL and DuckDB:
-//! a relation a model reads that is neither a model nor a declared source, but exists in the
-//! target, becomes a source typed from the warehouse's catalog. Before compiling, the
-//! relations no model or source resolves are looked up in the catalog (columns and types only;
-//! no query over the data) and added as sources with declared columns.
+//! a relation a model or data test reads that is neither a model nor a declared source, but
+//! exists in the target, becomes a source typed from the warehouse's catalog. The compiler
+//! names the relations nothing resolves once it has parsed the workspace
+//! ([`phlo_transform_compiler::MissingRelations`]: the models are parsed once); those are
+//! looked up in the catalog (columns and types only; no query over the data) and become
+//! sources with declared columns.
 //!
-//! What the catalog said is cached per target in `.phlo/warehouse-schemas.json`
+//! What the catalog said is cached per warehouse (the target's type and address, never its
+//! name) in `.phlo/warehouse-schemas.json`
 //! ([`cache`]), so that `check` types these relations without a connection (fast, and
 //! offline): it reads the warehouse only for relations the cache lacks or read more than
 //! [`cache::MAX_AGE`] ago. `plan` and `run` always read the catalog again and refresh the
@@ -15,13 +18,11 @@
 pub mod cache;
 mod catalog;
 
-use phlo_transform_compiler::resolve::{Context, Resolver};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, SourceOrigin, Workspace};
-use phlo_transform_sql::{extract_relations, parse_query, template};
+use phlo_transform_project::{AdapterTarget, SourceDecl, Workspace};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cache::{CachedRelation, SchemaCache};
 
@@ -35,22 +36,28 @@ pub enum SchemaRead {
     Refresh,
 }
 
-/// Adds to `ws.sources` the relations its models read that only the warehouse of `target`
-/// has (PostgreSQL, DuckDB; other targets are left alone), typed from its catalog or the
-/// schema cache under `root/.phlo`. Returns the warnings to show (A013): a warehouse that
-/// could not be read, the cache that could not be written.
-pub fn add_warehouse_sources(
-    ws: &mut Workspace,
+/// The sources for those of `missing` (the parts of relations nothing in `ws` resolves) that
+/// only the warehouse of `target` has (PostgreSQL, DuckDB: relations of one or two parts;
+/// other targets find none), typed from its catalog or the schema cache under `root/.phlo`;
+/// and the warnings to show (A013): a warehouse that could not be read, the cache that could
+/// not be written.
+pub fn warehouse_sources(
+    ws: &Workspace,
     target: &AdapterTarget,
     root: &Path,
     read: SchemaRead,
-) -> Vec<Diagnostic> {
+    missing: &BTreeSet<Vec<String>>,
+) -> (Vec<SourceDecl>, Vec<Diagnostic>) {
     if !matches!(target.kind(), "postgres" | "duckdb") {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    let wanted = unresolved_relations(ws);
+    let wanted: BTreeSet<String> = missing
+        .iter()
+        .filter(|parts| parts.len() <= 2)
+        .map(|parts| parts.join("."))
+        .collect();
     if wanted.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let path = cache::path(root);
     let mut cache = SchemaCache::load(&path);
@@ -106,12 +113,18 @@ pub fn add_warehouse_sources(
         }
     }
     let entry = &cache.targets[&cache::key(target)];
-    for name in &wanted {
-        if let Some(r) = entry.relations.get(name) {
-            ws.sources.push(source(target, name, r));
-        }
-    }
-    warnings
+    let sources = wanted
+        .iter()
+        .filter_map(|name| {
+            let r = entry.relations.get(name)?;
+            Some(SourceDecl::in_warehouse(
+                target.kind(),
+                name.clone(),
+                r.columns.clone(),
+            ))
+        })
+        .collect();
+    (sources, warnings)
 }
 
 /// A013 for a warehouse whose catalog could not be read: which of `to_read` are typed from
@@ -178,56 +191,4 @@ fn warning(ws: &Workspace, target: &AdapterTarget, message: String) -> Diagnosti
         Some(line) => d.at(line, 1),
         None => d,
     }
-}
-
-/// The source `name` as the catalog (or the cache) describes it.
-fn source(target: &AdapterTarget, name: &str, r: &CachedRelation) -> SourceDecl {
-    SourceDecl {
-        location: format!("{}:{name}", target.kind()),
-        name: name.to_string(),
-        path: PathBuf::new(),
-        format: SourceFormat::Declared,
-        origin: SourceOrigin::Declared,
-        owner: None,
-        description: None,
-        freshness: None,
-        columns: r.columns.clone(),
-        rest: None,
-    }
-}
-
-/// The relations of one or two parts the models read that no model or source resolves (CTE
-/// names are not relations). Models that do not parse are left to the compiler to report.
-fn unresolved_relations(ws: &Workspace) -> BTreeSet<String> {
-    let resolver = Resolver::new(ws);
-    let dialect = phlo_transform_sql::parse::default_dialect();
-    let mut names = BTreeSet::new();
-    for (i, model) in ws.models.iter().enumerate() {
-        let rendered;
-        let text = if template::needs_rendering(&model.text) {
-            match template::render(&model.text, &model.path, &ws.config.vars) {
-                Ok(t) => {
-                    rendered = t;
-                    &rendered
-                }
-                Err(_) => continue,
-            }
-        } else {
-            &model.text
-        };
-        let Ok(parsed) = parse_query(text, &model.path, &dialect) else {
-            continue;
-        };
-        for r in extract_relations(&parsed.query) {
-            if r.parts.len() > 2 {
-                continue;
-            }
-            if let Err(d) = resolver.resolve(&r, Context::Model(i), &model.path) {
-                if d.code == codes::UNRESOLVED_RELATION {
-                    names.insert(r.dotted());
-                }
-            }
-        }
-    }
-    names
 }

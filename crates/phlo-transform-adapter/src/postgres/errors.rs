@@ -5,6 +5,7 @@ use phlo_transform_core::diagnostic::codes;
 use sqlx::postgres::PgDatabaseError;
 use sqlx::postgres::PgErrorPosition;
 
+use crate::error::help;
 use crate::AdapterError;
 
 /// Where a failing statement came from, to map the engine's error position back.
@@ -19,7 +20,7 @@ pub fn classify(e: sqlx::Error, statement: &Statement<'_>) -> AdapterError {
     match e {
         sqlx::Error::Database(db) => {
             let Some(pg) = db.try_downcast_ref::<PgDatabaseError>() else {
-                return AdapterError::new(codes::QUERY_FAILED, db.to_string());
+                return AdapterError::new(codes::QUERY_FAILED, db.to_string()).with_help(help::SQL);
             };
             let state = pg.code();
             let mut message = format!("{} (SQLSTATE {state})", pg.message());
@@ -41,50 +42,90 @@ pub fn classify(e: sqlx::Error, statement: &Statement<'_>) -> AdapterError {
         | sqlx::Error::WorkerCrashed => AdapterError::retryable(
             codes::ADAPTER_UNAVAILABLE,
             format!("lost the connection to PostgreSQL: {e}"),
-        ),
-        other => AdapterError::new(codes::QUERY_FAILED, other.to_string()),
+        )
+        .with_help(help::CONNECTION_LOST),
+        other => AdapterError::new(codes::QUERY_FAILED, other.to_string()).with_help(help::SQL),
     }
 }
 
 fn by_state(state: &str, message: String) -> AdapterError {
     match state {
         // query_canceled: pg_cancel_backend (timeout, fail-fast, Ctrl-C) or an operator.
-        "57014" => AdapterError::new(codes::QUERY_CANCELLED, message),
+        "57014" => AdapterError::new(codes::QUERY_CANCELLED, message).with_help(help::CANCELLED),
         // serialization_failure, deadlock_detected: another transaction won; try again.
-        "40001" | "40P01" => AdapterError::retryable(codes::WRITE_FAILED, message),
+        "40001" | "40P01" => {
+            AdapterError::retryable(codes::WRITE_FAILED, message).with_help(help::CONFLICT)
+        }
         // admin_shutdown, crash_shutdown, cannot_connect_now, connection exceptions,
         // insufficient resources: the server, not the SQL.
         s if s.starts_with("08") || s.starts_with("53") || s.starts_with("57P") => {
             AdapterError::retryable(codes::ADAPTER_UNAVAILABLE, message)
+                .with_help(help::CONNECTION_LOST)
         }
         // undefined_table: a relation dropped behind our back, or never built.
-        "42P01" => AdapterError::new(codes::RELATION_UNAVAILABLE, message),
-        _ => AdapterError::new(codes::QUERY_FAILED, message),
+        "42P01" => AdapterError::new(codes::RELATION_UNAVAILABLE, message)
+            .with_help(help::RELATION_MISSING),
+        _ => AdapterError::new(codes::QUERY_FAILED, message).with_help(help::SQL),
     }
 }
 
-/// A connection that could not be made: server down, wrong password, missing database.
+/// A connection that could not be made: server down, wrong password, missing database —
+/// each with the help line of what to check.
 pub fn connect_failed(e: sqlx::Error, shown_url: &str) -> AdapterError {
-    let why = match &e {
+    const UNREACHABLE: &str = "check that the server is running and reachable at that \
+        address (`pg_isready -h <host> -p <port>`), and the host and port in the URL";
+    let (why, help) = match &e {
         sqlx::Error::Database(db) => match db.code().as_deref() {
-            Some("28P01") | Some("28000") => format!("authentication failed: {}", db.message()),
-            Some("3D000") => format!("the database does not exist: {}", db.message()),
-            _ => db.message().to_string(),
+            Some("28P01") | Some("28000") => (
+                format!("authentication failed: {}", db.message()),
+                "check the user in the URL and the password in the variable password_env \
+                 names (never in phlo.toml)",
+            ),
+            Some("3D000") => (
+                format!("the database does not exist: {}", db.message()),
+                "check that the database exists on that server (`createdb <name>` creates \
+                 it) and its name in the URL",
+            ),
+            Some(s) if s.starts_with("57P") || s.starts_with("53") => {
+                (db.message().to_string(), UNREACHABLE)
+            }
+            _ => (
+                db.message().to_string(),
+                "check the URL and the server's settings for this user and database",
+            ),
         },
-        sqlx::Error::Io(io) => format!("cannot reach the server: {io}"),
-        sqlx::Error::PoolTimedOut => "timed out connecting to the server".to_string(),
-        other => other.to_string(),
+        sqlx::Error::Io(io) => (format!("cannot reach the server: {io}"), UNREACHABLE),
+        sqlx::Error::PoolTimedOut => (
+            "timed out connecting to the server".to_string(),
+            UNREACHABLE,
+        ),
+        other => (other.to_string(), UNREACHABLE),
     };
     AdapterError::new(
         codes::ADAPTER_UNAVAILABLE,
         format!("PostgreSQL at {shown_url}: {why}"),
     )
+    .with_help(help)
 }
 
 #[cfg(test)]
 mod tests {
     use super::by_state;
     use phlo_transform_core::diagnostic::codes;
+
+    /// Every failure the SQLSTATE classifies carries a help line (issue 13, item 7).
+    #[test]
+    fn every_classified_failure_has_help() {
+        for state in [
+            "57014", "40001", "40P01", "08006", "53100", "57P01", "42P01", "22012",
+        ] {
+            assert!(by_state(state, String::new()).help.is_some(), "{state}");
+        }
+        assert!(by_state("42P01", String::new())
+            .help
+            .unwrap()
+            .contains("dropped"));
+    }
 
     #[test]
     fn sqlstates_decide_retry_and_code() {

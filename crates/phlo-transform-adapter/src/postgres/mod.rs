@@ -37,7 +37,8 @@ pub struct PostgresEngine {
 
 impl PostgresEngine {
     /// Connects to `url` (no password in it) with `password`, checking the connection once
-    /// so that a down server, a wrong password or a missing database is reported now (A006).
+    /// so that a down server, a wrong password or a missing database is reported now (A008,
+    /// with the help line for the case).
     pub async fn connect(
         url: &str,
         password: Option<&str>,
@@ -527,6 +528,7 @@ impl Adapter for PostgresEngine {
                 codes::QUERY_FAILED,
                 format!("not a backend pid: {}", query.0),
             )
+            .with_help("a query id the PostgreSQL adapter never handed out: a bug, report it")
         })?;
         let mut conn = self.connection().await?;
         sqlx::query("SELECT pg_cancel_backend($1)")

@@ -12,19 +12,19 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_lakehouse::iceberg_state::local_path;
 use phlo_transform_lakehouse::nessie::{Content, Nessie};
-use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, SourceOrigin, Workspace};
+use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, Workspace};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::client::{Trino, TrinoConfig, TrinoError};
 use crate::sqlgen::{ident, literal};
 
-/// Adds to `ws.sources` the three-part relations its models read that Trino has, typed from
+/// Adds to `ws.sources` the three-part relations its models and tests read that Trino has, typed from
 /// Trino's metadata. Runs before compiling; a Trino that cannot be reached while models need
-/// it is A006.
+/// it is A008.
 pub fn add_warehouse_sources(
     ws: &mut Workspace,
     target: &AdapterTarget,
@@ -119,12 +119,14 @@ async fn pin_iceberg_tables(
     Ok(())
 }
 
-/// Every relation with exactly three parts in the models' SQL, lower-cased unless quoted.
-/// Models that do not parse are left to the compiler to report.
+/// Every relation with exactly three parts in the models' and the data tests' SQL, lower-cased
+/// unless quoted (a test may be the only reader of a warehouse table). Files that do not
+/// parse are left to the compiler to report.
 fn three_part_relations(ws: &Workspace) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for model in &ws.models {
-        let Ok(statements) = Parser::parse_sql(&GenericDialect {}, &model.text) else {
+    let texts = ws.models.iter().map(|m| &m.text);
+    for text in texts.chain(ws.tests.iter().map(|t| &t.text)) {
+        let Ok(statements) = Parser::parse_sql(&GenericDialect {}, text) else {
             continue;
         };
         let _ = visit_relations(&statements, |name| {
@@ -208,18 +210,7 @@ pub async fn warehouse_sources(
     }
     Ok(found
         .into_iter()
-        .map(|(name, columns)| SourceDecl {
-            location: format!("trino:{name}"),
-            name,
-            path: PathBuf::new(),
-            format: SourceFormat::Declared,
-            origin: SourceOrigin::Declared,
-            owner: None,
-            description: None,
-            freshness: None,
-            columns,
-            rest: None,
-        })
+        .map(|(name, columns)| SourceDecl::in_warehouse("trino", name, columns))
         .collect())
 }
 
@@ -239,7 +230,27 @@ fn declared_type(trino: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::declared_type;
+    use super::{declared_type, three_part_relations};
+
+    /// A data test may be the only reader of a Trino table (issue 13).
+    #[test]
+    fn data_tests_are_searched_for_three_part_relations() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("phlo.toml", "");
+        write("transforms/x/a.sql", "select * from tpch.tiny.nation\n");
+        write(
+            "tests/regions.sql",
+            "select * from tpch.tiny.region where r_regionkey < 0\n",
+        );
+        let ws = phlo_transform_project::Workspace::load(dir.path()).unwrap();
+        let names: Vec<String> = three_part_relations(&ws).into_iter().collect();
+        assert_eq!(names, ["tpch.tiny.nation", "tpch.tiny.region"]);
+    }
 
     #[test]
     fn timestamp_precision_is_dropped() {
