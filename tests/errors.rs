@@ -234,3 +234,36 @@ fn explain_code_prints_the_table_entry_and_suggests_close_codes() {
     assert_eq!(d["code"], "P011");
     assert_eq!(d["suggestions"][0], "T003");
 }
+
+/// Issue 12: `inspect --sql` (decided in the library, `inspect_command`) refuses a model that
+/// is never sent to a warehouse, an ephemeral one or one with compile errors (P008, saying
+/// which), and prints the statements of one that is.
+#[test]
+fn inspect_sql_refuses_models_never_sent_to_the_warehouse() {
+    let ws = common::workspace("lineage");
+    let dir = ws.path();
+    common::write_file(
+        dir,
+        "transforms/cases/broken.sql",
+        "select no_such_column from raw.orders\n",
+    );
+    let refused = |model: &str, says: &str| {
+        let out = common::run(dir, &["inspect", model, "--sql", "--json"]);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        let d = &out.json()["diagnostics"][0];
+        assert_eq!(d["code"], "P008", "{d}");
+        assert!(d["message"].as_str().unwrap().contains(says), "{d}");
+    };
+    refused("cases.base", "never sent to the warehouse: it is ephemeral");
+    refused(
+        "cases.broken",
+        "never sent to the warehouse: it has compile errors",
+    );
+    let sent = common::run(dir, &["inspect", "cases.chain", "--sql", "--json"]);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+    let statements = sent.json()["statements"].clone();
+    assert!(
+        statements.as_array().is_some_and(|s| !s.is_empty()),
+        "{statements}"
+    );
+}

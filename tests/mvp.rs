@@ -338,3 +338,62 @@ fn tests_that_passed_at_their_version_are_cached_until_what_they_read_changes() 
         assert_eq!(status, expected, "{name}: {after_edit:?}");
     }
 }
+
+/// Issue 12: a stored plan another version of phlo-transform wrote, or one damaged in the
+/// state database, is refused with its own code (L012, L013), never read as "no stored plan"
+/// (L003) nor misread; nothing runs.
+#[test]
+fn apply_refuses_a_stored_plan_of_another_format_or_that_cannot_be_read() {
+    use sqlx::Connection;
+    let ws = workspace("mvp");
+    let dir = ws.path();
+    let plan_id = run(dir, &["plan", "--json"]).json()["plan_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let db = dir.join(".phlo/transform/state.db");
+    // Rewrites the stored body of `plan_id` as `edit` says, behind phlo-transform's back.
+    let tamper = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let url = format!("sqlite://{}", db.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            let body: String = sqlx::query_scalar("SELECT body FROM plans WHERE plan_id = ?")
+                .bind(&plan_id)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            let mut body: serde_json::Value = serde_json::from_str(&body).unwrap();
+            edit(&mut body);
+            sqlx::query("UPDATE plans SET body = ? WHERE plan_id = ?")
+                .bind(body.to_string())
+                .bind(&plan_id)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        })
+    };
+    let refused = |code: &str, says: &str| {
+        let out = run(dir, &["apply", &plan_id, "--json"]);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        let d = &out.json()["diagnostics"][0];
+        assert_eq!(d["code"], code, "{d}");
+        assert!(d["message"].as_str().unwrap().contains(says), "{d}");
+        assert!(
+            !dir.join(".phlo/warehouse/assay.raw").exists(),
+            "a refused plan must not run anything"
+        );
+    };
+
+    tamper(&|body| body["format"] = serde_json::json!(99));
+    refused("L012", "is in format 99, this phlo-transform reads format");
+    tamper(&|body| {
+        body.as_object_mut().unwrap().remove("format");
+    });
+    refused("L012", "is in format 0");
+    tamper(&|body| {
+        body["format"] = serde_json::json!(phlo_transform_plan::PLAN_FORMAT);
+        body["models"] = serde_json::json!("not a list");
+    });
+    refused("L013", "cannot be read");
+}

@@ -2,12 +2,10 @@
 //! for the chosen target, opening the state store and the engine. A leaf of the CLI: the
 //! commands import it, it imports none of them.
 
-use phlo_transform_adapter::{Adapter, Purpose, SchemaRead};
+use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_exec::target::CommandTarget;
-use phlo_transform_project::Workspace;
+use phlo_transform_exec::target::{CommandTarget, WorkspaceFiles};
 use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,9 +14,6 @@ use std::sync::Arc;
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURES: u8 = 1;
 pub const EXIT_ERRORS: u8 = 2;
-
-/// The state environment of `main` (and of an adapter without environments).
-pub use phlo_transform_exec::environments::MAIN_ENVIRONMENT;
 
 /// Paths of one workspace's local files.
 pub struct Paths {
@@ -33,26 +28,18 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// The workspace at `root`'s files ([`WorkspaceFiles`]), `--adapter`'s target.
     pub fn new(
         root: &Path,
         state: Option<&str>,
         adapter: Option<String>,
     ) -> Result<Self, Diagnostic> {
-        let artifacts = root.join(".phlo").join("transform");
-        let state = match state.map(StateLocation::parse) {
-            Some(Ok(location)) => location,
-            Some(Err(message)) => {
-                return Err(Diagnostic::error(codes::INVALID_CONFIG, message).with_help(
-                    "--state / PHLO_STATE_URL is a postgres:// or postgresql:// URL, sqlite://<path> or a file path",
-                ))
-            }
-            None => StateLocation::Sqlite(artifacts.join("state.db")),
-        };
+        let files = WorkspaceFiles::new(root, state)?;
         Ok(Paths {
-            root: root.to_path_buf(),
-            state,
-            warehouse: root.join(".phlo").join("warehouse"),
-            artifacts,
+            root: files.root,
+            state: files.state,
+            warehouse: files.warehouse,
+            artifacts: files.artifacts,
             adapter,
             reference: None,
         })
@@ -65,6 +52,7 @@ impl Paths {
         CommandTarget {
             root: &self.root,
             warehouse: &self.warehouse,
+            state: &self.state,
             adapter: self.adapter.as_deref(),
             reference: self.reference.as_deref(),
         }
@@ -91,67 +79,22 @@ fn compile_reading(paths: &Paths, read: SchemaRead) -> Result<&'static Compilati
     Ok(Box::leak(Box::new(c)))
 }
 
-/// Opens the state store `--state` / `PHLO_STATE_URL` names: SQLite or PostgreSQL, the same
-/// trait object either way. Errors show a PostgreSQL URL without its password.
+/// Opens the state store `--state` / `PHLO_STATE_URL` names ([`CommandTarget::open_state`]).
 pub async fn open_state(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
-    phlo_transform_state::open(&paths.state)
-        .await
-        .map_err(|e| paths.state.unavailable(e))
+    paths.target().open_state().await
 }
 
-/// Opens the state store for a command that only reads it (`inspect`, `explain`, `list`,
-/// `state …`): nothing is created. A state that does not exist yet reads as empty, unless the
-/// workspace directory does not exist either: then the same P001 every command gives.
+/// Opens the state store for a command that only reads it
+/// ([`CommandTarget::open_state_read_only`]).
 pub async fn open_state_read_only(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
-    if matches!(&paths.state, StateLocation::Sqlite(p) if !p.exists()) && !paths.root.is_dir() {
-        // Workspace::load fails at once, with P001, on a directory that does not exist.
-        Workspace::load(&paths.root)?;
-    }
-    phlo_transform_state::open_existing(&paths.state)
-        .await
-        .map_err(|e| paths.state.unavailable(e))
+    paths.target().open_state_read_only().await
 }
 
-/// The environment `--ref` names (default main) when the target has environments (the local
-/// engine); `None` on other adapters without `--ref`.
-pub async fn bind(
-    paths: &Paths,
-    c: &Compilation,
-    store: Arc<dyn StateStore>,
-) -> Result<Option<phlo_transform_exec::environments::Binding>, Diagnostic> {
-    paths.target().bind(c, store).await
-}
-
-/// The engine of `binding` when there is one, else the one `--adapter` chooses.
-pub async fn open_bound_engine(
-    paths: &Paths,
-    c: &Compilation,
-    binding: Option<&phlo_transform_exec::environments::Binding>,
-    purpose: Purpose,
-) -> Result<(Arc<dyn Adapter>, Vec<Diagnostic>), Diagnostic> {
-    paths.target().open_engine(c, binding, purpose).await
-}
-
-/// The embedded local engine over the workspace's warehouse with every source registered,
-/// reading the environment `--ref` names (default main): what `diff` reads (it compares Delta
-/// versions, which only the local engine has).
+/// The embedded local engine reading the environment `--ref` names
+/// ([`CommandTarget::open_local`]).
 pub async fn open_local_engine(
     paths: &Paths,
     c: &Compilation,
 ) -> Result<(phlo_transform_adapter::LocalEngine, Vec<Diagnostic>), Diagnostic> {
-    let store = open_state_read_only(paths).await?;
-    let binding = phlo_transform_exec::environments::bind_target(
-        store,
-        &paths.warehouse,
-        "local",
-        phlo_transform_exec::environments::local_default_schema(c).as_deref(),
-        paths.reference.as_deref(),
-    )
-    .await?
-    .expect("the local engine has environments");
-    let (engine, problems) = binding.open_local(c).await;
-    Ok((
-        engine,
-        phlo_transform_adapter::unreadable_relations(problems),
-    ))
+    paths.target().open_local(c).await
 }

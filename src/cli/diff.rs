@@ -8,7 +8,7 @@ use phlo_transform_diff::{DiffOptions, Strategy};
 use phlo_transform_exec::diff::{diff_model, DiffArgs};
 use std::path::PathBuf;
 
-use super::commands::{compile_or_report, fatal, resolve_model};
+use super::commands::{compile_or_report, fatal};
 use super::{open_local_engine, Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
@@ -114,7 +114,7 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Err(code) => return code,
     };
     // A unique suffix names the model, as for inspect, explain and selectors.
-    match resolve_model(c, &args.model) {
+    match c.resolve_model(&args.model) {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
         Err(d) => return out.fail([d]),
     }

@@ -91,24 +91,10 @@ pub async fn promote(paths: &Paths, from: &str, to: &str, check: bool, json: boo
         Err(d) => return fatal(d, json),
     };
     let mut out = Output::new(json);
-    if p.gates_passed() {
+    let Some(blocked) = p.blocked() else {
         out.report(&p);
         return EXIT_OK;
-    }
-    let failed: Vec<&str> = p
-        .gates
-        .iter()
-        .filter(|g| !g.passed)
-        .map(|g| g.name)
-        .collect();
-    let blocked = Diagnostic::error(
-        codes::PROMOTION_BLOCKED,
-        format!(
-            "promotion of `{from}` into `{to}` blocked by gate(s): {}",
-            failed.join(", ")
-        ),
-    )
-    .with_help("read each failed gate's detail above");
+    };
     out.diagnostics([blocked]);
     out.report(&p);
     EXIT_FAILURES

@@ -7,7 +7,9 @@ use clap::Args;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::Diagnostic;
-use phlo_transform_exec::command::{ExecutionOptions, LocalFuture, PendingRun, PlanFrontEnd};
+use phlo_transform_exec::command::{
+    ExecutionOptions, FrontEnd, LocalFuture, PendingRun, PlanFrontEnd,
+};
 use phlo_transform_exec::{CancelHandle, Continuation, EventSink, RunReport};
 use phlo_transform_plan::{Plan, SelectorSpec};
 use phlo_transform_state::StateError;
@@ -20,8 +22,7 @@ use super::Paths;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ExecutionArgs {
-    /// Models built at once (default: [transform.execution] max_concurrency, else 4).
-    #[arg(long, short = 'j', value_parser = at_least_one)]
+    #[arg(long, short = 'j', value_parser = at_least_one, help = jobs_help())]
     pub jobs: Option<usize>,
     /// Extra attempts for failures the engine marks transient, with exponential backoff
     /// (1 s, 2 s, 4 s, … at most 30 s). SQL errors, timeouts and test failures are never
@@ -72,6 +73,15 @@ impl Execution {
     }
 }
 
+/// `-j`'s help: its default is the library's ([`phlo_transform_exec::jobs`]), so the number
+/// shown is the constant that decides it.
+fn jobs_help() -> String {
+    format!(
+        "Models built at once (default: [transform.execution] max_concurrency, else {})",
+        phlo_transform_exec::DEFAULT_JOBS
+    )
+}
+
 /// `-j`: a count of models built at once; 0 would build nothing and wait forever.
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
@@ -102,7 +112,7 @@ pub async fn continuation(
     Ok((spec, Execution { args, continuation }))
 }
 
-/// The command line as the front end of `run`, `apply` and `test`: diagnostics collected in
+/// The command line as the front end of `plan`, `run`, `apply` and `test`: diagnostics collected in
 /// its output, the plan printed before a build runs, the run's events on stderr (progress) or
 /// stdout (`--events`) and to OpenLineage, Ctrl-C cancelling the run.
 pub struct CommandLine<'a> {
@@ -132,6 +142,18 @@ impl<'a> CommandLine<'a> {
         }
     }
 
+    /// The command line as the front end of `plan`: it builds nothing, so it only collects
+    /// the diagnostics and writes the artifacts.
+    pub fn for_plan(paths: &'a Paths, c: &'a Compilation, out: Output<'a>) -> Self {
+        CommandLine {
+            paths,
+            c,
+            events: false,
+            builds: false,
+            out: RefCell::new(out),
+        }
+    }
+
     /// The output, with the diagnostics collected so far.
     pub fn into_output(self) -> Output<'a> {
         self.out.into_inner()
@@ -145,7 +167,8 @@ impl<'a> CommandLine<'a> {
         // OpenLineage only for the commands that build; `test` builds nothing.
         let lineage = match run.builds {
             true => {
-                super::openlineage::RunLineage::start(self.paths, self.c, run.store.as_ref()).await
+                phlo_transform_openlineage::RunLineage::start(self.c, &self.paths.warehouse, &run)
+                    .await
             }
             false => None,
         };
@@ -175,11 +198,22 @@ impl<'a> CommandLine<'a> {
     }
 }
 
-impl PlanFrontEnd for CommandLine<'_> {
+impl FrontEnd for CommandLine<'_> {
     fn warnings(&self, diagnostics: Vec<Diagnostic>) {
         self.out.borrow_mut().diagnostics(diagnostics);
     }
 
+    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic> {
+        phlo_transform_openlineage::write_compile_artifacts(
+            &ArtifactDir::new(&self.paths.artifacts),
+            self.c,
+            &self.paths.warehouse,
+            lineage,
+        )
+    }
+}
+
+impl PlanFrontEnd for CommandLine<'_> {
     fn interrupted(&self, runs: &[String]) {
         if !self.json() {
             eprintln!(
@@ -202,15 +236,6 @@ impl PlanFrontEnd for CommandLine<'_> {
         run: PendingRun<'f>,
     ) -> LocalFuture<'f, Result<RunReport, StateError>> {
         Box::pin(self.run_with_consumers(run))
-    }
-
-    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic> {
-        phlo_transform_openlineage::write_compile_artifacts(
-            &ArtifactDir::new(&self.paths.artifacts),
-            self.c,
-            &self.paths.warehouse,
-            lineage,
-        )
     }
 }
 

@@ -3,16 +3,16 @@
 
 use phlo_transform_exec::explain as explanation;
 
-use super::commands::{fatal, resolve_model};
+use super::commands::fatal;
 use super::render::Output;
-use super::{compile, open_state_read_only, Paths, EXIT_OK, MAIN_ENVIRONMENT};
+use super::{compile, Paths, EXIT_OK};
 
 pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
     };
-    let i = match resolve_model(c, name) {
+    let i = match c.resolve_model(name) {
         Ok(i) => i,
         Err(d) => return fatal(d, json),
     };
@@ -21,31 +21,8 @@ pub async fn explain(paths: &Paths, name: &str, json: bool) -> u8 {
     if c.has_errors() {
         return out.fail([]);
     }
-    let store = match open_state_read_only(paths).await {
-        Ok(s) => s,
-        Err(d) => return out.fail([d]),
-    };
-    let binding = match super::bind(paths, c, store.clone()).await {
-        Ok(b) => b,
-        Err(d) => return out.fail([d]),
-    };
-    let purpose = phlo_transform_adapter::Purpose::Plan;
-    let engine = match super::open_bound_engine(paths, c, binding.as_ref(), purpose).await {
-        Ok((engine, warnings)) => {
-            out.diagnostics(warnings);
-            engine
-        }
-        Err(d) => return out.fail([d]),
-    };
-    let explained = explanation::explain(
-        c,
-        i,
-        binding.as_ref(),
-        MAIN_ENVIRONMENT,
-        engine.as_ref(),
-        store.as_ref(),
-    )
-    .await;
+    let explained =
+        explanation::explain_in(c, i, &paths.target(), &mut |w| out.diagnostics(w)).await;
     match explained {
         Ok(e) => {
             out.report(&e);

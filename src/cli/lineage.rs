@@ -2,12 +2,9 @@
 
 use clap::ValueEnum;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
-use phlo_transform_compiler::lineage::{NodeKind, Target};
+use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::Diagnostic;
-use phlo_transform_plan::SelectorSpec;
-use std::collections::BTreeSet;
+use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 
 use super::render::{self, fatal, Output};
 use super::selection::ScopeArgs;
@@ -37,17 +34,6 @@ fn compile_for_lineage(
     Ok((c, out))
 }
 
-fn unknown_target(target: &str, suggestions: Vec<String>) -> Diagnostic {
-    Diagnostic::error(
-        codes::UNKNOWN_MODEL,
-        format!("no model, source or column named `{target}`"),
-    )
-    .with_suggestions(suggestions)
-    .with_help(
-        "name a model or source (`shared.orders`, `model://shared/orders`) or one of its columns (`shared.orders.amount`); `phlo-transform list` shows the models",
-    )
-}
-
 pub async fn lineage(
     paths: &Paths,
     target: Option<&str>,
@@ -64,46 +50,26 @@ pub async fn lineage(
     if let Err(d) = super::commands::write_lineage_artifacts(paths, c, LineageArtifacts::Wanted) {
         out.diagnostics([d]);
     }
-    let target = match target.map(|t| g.resolve(t).map_err(|s| unknown_target(t, s))) {
-        None => None,
-        Some(Ok(t)) => Some(t),
-        Some(Err(d)) => return out.fail([d]),
-    };
     // Selectors scope the output to the selected models' lineage.
-    let selected = match selected_targets(c, scope) {
-        Ok(s) => s,
+    let scope = match LineageScope::new(c, target, &scope.spec_with(&[])) {
+        Ok(scope) => scope,
         Err(diags) => return out.fail(diags),
     };
-    let scope_nodes: Option<BTreeSet<usize>> = match (target, selected) {
-        (None, None) => None,
-        (t, s) => Some(
-            t.into_iter()
-                .chain(s.into_iter().flatten())
-                .flat_map(|t| g.subgraph(t))
-                .collect(),
-        ),
-    };
-    match (format, target) {
+    match (format, scope.target) {
         // Documents whose shape is fixed (the lineage graph, OpenLineage): no envelope.
-        (LineageFormat::Graph, _) => render::document(&g.document_for(scope_nodes.as_ref())),
+        (LineageFormat::Graph, _) => render::document(&g.document_for(scope.nodes.as_ref())),
         (LineageFormat::Openlineage, _) => {
             let config = phlo_transform_openlineage::OpenLineageConfig::from_env(
                 &c.workspace,
                 &paths.warehouse,
             );
-            let scope: Option<BTreeSet<&str>> = scope_nodes.as_ref().map(|nodes| {
-                nodes
-                    .iter()
-                    .filter(|&&n| g.nodes[n].kind == NodeKind::Dataset)
-                    .map(|&n| g.nodes[n].name.as_str())
-                    .collect()
-            });
-            let keep = |name: &str| scope.as_ref().is_none_or(|s| s.contains(name));
+            let datasets = scope.datasets(c);
+            let keep = |name: &str| datasets.as_ref().is_none_or(|s| s.contains(name));
             render::document(&phlo_transform_openlineage::design_events_for(
                 c, &config, &keep,
             ));
         }
-        (LineageFormat::Text, None) => out.report(&c.lineage_overview(scope_nodes.as_ref())),
+        (LineageFormat::Text, None) => out.report(&c.lineage_overview(scope.nodes.as_ref())),
         (LineageFormat::Text, Some(Target::Dataset(d))) => out.report(&g.model_report(d)),
         (LineageFormat::Text, Some(Target::Column(col))) => out.report(&g.column_report(col)),
     }
@@ -115,42 +81,10 @@ pub async fn impact(paths: &Paths, target: Option<&str>, scope: &ScopeArgs, json
         Ok(compiled) => compiled,
         Err(code) => return code,
     };
-    let mut targets = Vec::new();
-    if let Some(t) = target {
-        match c.lineage().resolve(t) {
-            Ok(t) => targets.push(t),
-            Err(suggestions) => return out.fail([unknown_target(t, suggestions)]),
-        }
-    }
-    match selected_targets(c, scope) {
-        Ok(selected) => targets.extend(selected.into_iter().flatten()),
+    let targets = match impact_targets(c, target, &scope.spec_with(&[])) {
+        Ok(targets) => targets,
         Err(diags) => return out.fail(diags),
-    }
-    if targets.is_empty() {
-        return out.fail([
-            Diagnostic::error(codes::EMPTY_SELECTION, "nothing to analyse: name a target or select models")
-                .with_help("`phlo-transform impact raw.orders.amount`, or `impact -s changed --since main` for the blast radius of a diff"),
-        ]);
-    }
+    };
     out.report(&c.lineage().impact_of_all(&targets));
     EXIT_OK
-}
-
-/// The dataset targets of the models `scope` selects (`None` without selectors). `changed`
-/// works with `--since` (git); recorded state is not read here.
-fn selected_targets(
-    c: &Compilation,
-    scope: &ScopeArgs,
-) -> Result<Option<Vec<Target>>, Vec<Diagnostic>> {
-    let spec = scope.spec_with(&[]);
-    if spec == SelectorSpec::default() {
-        return Ok(None);
-    }
-    let selection = phlo_transform_plan::select(c, &spec, &BTreeSet::new)?;
-    Ok(Some(
-        selection
-            .acted_on()
-            .filter_map(|i| c.lineage().resolve(c.models[i].name.as_str()).ok())
-            .collect(),
-    ))
 }

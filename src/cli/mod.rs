@@ -8,15 +8,14 @@ mod execute;
 mod explain;
 mod explain_code;
 mod lineage;
-mod openlineage;
 mod progress;
 mod render;
 mod selection;
 mod state;
 
 pub use context::{
-    bind, compile, compile_refreshed, open_bound_engine, open_local_engine, open_state,
-    open_state_read_only, Paths, EXIT_ERRORS, EXIT_FAILURES, EXIT_OK, MAIN_ENVIRONMENT,
+    compile, compile_refreshed, open_local_engine, open_state, open_state_read_only, Paths,
+    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
 };
 use selection::SelectionArgs;
 
@@ -238,7 +237,8 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
-            commands::inspect(&paths, &model, config, sql, json).await
+            let options = phlo_transform_exec::inspect_command::InspectOptions { config, sql };
+            commands::inspect(&paths, &model, options, json).await
         }
         Command::Explain { model } => explain::explain(&paths, &model, json).await,
         Command::Plan { selection } => commands::plan(&paths, &selection.spec(), json).await,

@@ -277,6 +277,35 @@ impl Compilation {
         }
     }
 
+    /// [`Self::lookup_model`] for a name given on a command line: P008 with did-you-mean
+    /// suggestions for no model, L006 with the candidates for several.
+    pub fn resolve_model(&self, name: &str) -> Result<usize, Diagnostic> {
+        match self.lookup_model(name) {
+            ModelLookup::Found(i) => Ok(i),
+            ModelLookup::Missing => {
+                let names = self.models.iter().map(|m| m.name.as_str());
+                Err(
+                    Diagnostic::error(codes::UNKNOWN_MODEL, format!("no model named `{name}`"))
+                        .with_suggestions(phlo_transform_core::did_you_mean(name, names))
+                        .with_help("`phlo-transform list` shows every model"),
+                )
+            }
+            ModelLookup::Ambiguous(hits) => {
+                let candidates: Vec<String> = hits
+                    .iter()
+                    .map(|&i| self.models[i].name.to_string())
+                    .collect();
+                Err(Diagnostic::error(
+                    codes::AMBIGUOUS_SELECTOR,
+                    format!("`{name}` is ambiguous: {} models end with it", hits.len()),
+                )
+                .with_note(format!("candidates: {}", candidates.join(", ")))
+                .with_suggestions(candidates)
+                .with_help("write more of the name, e.g. one of the candidates"))
+            }
+        }
+    }
+
     pub fn config(&self, index: usize) -> &EffectiveConfig {
         &self.workspace.models[index].config
     }

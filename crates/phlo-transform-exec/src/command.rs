@@ -8,7 +8,7 @@ use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::{Plan, SelectorSpec};
-use phlo_transform_state::{StateError, StateStore};
+use phlo_transform_state::{MaterializedVersion, StateError, StateStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -35,6 +35,23 @@ pub enum PlanCommand {
 }
 
 impl PlanCommand {
+    /// `apply <plan_id>`: the plan stored under `plan_id` ([`phlo_transform_plan::load_stored`]:
+    /// a coded error for no such plan, one of another format and one that cannot be read),
+    /// and the selection it was made with, which `apply` plans again unless given another.
+    pub async fn apply(
+        store: &dyn StateStore,
+        plan_id: &str,
+    ) -> Result<(PlanCommand, SelectorSpec), Diagnostic> {
+        let stored = phlo_transform_plan::load_stored(store, plan_id).await?;
+        let spec = stored.selection.spec.clone();
+        Ok((
+            PlanCommand::Apply {
+                stored: Box::new(stored),
+            },
+            spec,
+        ))
+    }
+
     /// The name runs are recorded under.
     pub fn name(&self) -> &'static str {
         match self {
@@ -103,10 +120,18 @@ pub struct PlanRequest<'a> {
 /// A future a front end returns from [`PlanFrontEnd::execute`].
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
-/// What a front end sees of the steps, and what it adds around the execution.
-pub trait PlanFrontEnd {
+/// What every command that plans (`plan`, and the commands that execute a plan) needs from
+/// its front end.
+pub trait FrontEnd {
     /// Problems that leave the engine usable (a relation it cannot read), as found.
     fn warnings(&self, diagnostics: Vec<Diagnostic>);
+    /// Writes the compilation's artifacts (manifest, graph, and the lineage documents as
+    /// `lineage` says); OpenLineage's documents are written by a crate above this one.
+    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic>;
+}
+
+/// What a front end sees of the steps of a plan's execution, and what it adds around it.
+pub trait PlanFrontEnd: FrontEnd {
     /// Runs a writer that is gone left `running`, marked interrupted once the lease is held.
     fn interrupted(&self, _runs: &[String]) {}
     /// The plan as the command will execute it, before anything runs.
@@ -115,9 +140,6 @@ pub trait PlanFrontEnd {
     /// whatever surrounds them (cancelling on a signal, transports started and drained).
     fn execute<'a>(&'a self, run: PendingRun<'a>)
         -> LocalFuture<'a, Result<RunReport, StateError>>;
-    /// Writes the compilation's artifacts (manifest, graph, and the lineage documents as
-    /// `lineage` says); OpenLineage's documents are written by a crate above this one.
-    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic>;
 }
 
 /// A run made and ready: the front end starts it with its event consumers.
@@ -138,6 +160,17 @@ pub struct PendingRun<'a> {
 }
 
 impl PendingRun<'_> {
+    /// The models the main environment has recorded, compared with the workspace by `@id` to
+    /// announce renames (OpenLineage). Without a readable state there is nothing to compare
+    /// with: no renames, and no error, since the run itself reports an unusable state.
+    pub async fn recorded_in_main(&self) -> Vec<MaterializedVersion> {
+        self.store
+            .materializations(MAIN_ENVIRONMENT)
+            .await
+            .map(|all| all.into_values().collect())
+            .unwrap_or_default()
+    }
+
     /// Executes the run, every event handed to `events`.
     pub async fn with(self, events: Vec<&dyn EventSink>) -> Result<RunReport, StateError> {
         let options = RunOptions {

@@ -1,8 +1,9 @@
 //! `explain <model>` (SPEC §80): identity, dependencies, recorded state and the build
 //! decision with the same structured reasons `plan` gives.
 
-use crate::environments::Binding;
-use phlo_transform_adapter::Adapter;
+use crate::environments::{Binding, MAIN_ENVIRONMENT};
+use crate::target::CommandTarget;
+use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::{Compilation, Dependency};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -48,6 +49,34 @@ pub async fn recorded(
                     .with_help("check the state database")
             }),
     }
+}
+
+/// `explain <model>` where `target` runs: the state only read, the environment `--ref` names
+/// bound, the engine opened for planning (the relations it cannot read handed to `warnings`
+/// as found), then [`explain`] in the bound environment (the main one without a binding).
+pub async fn explain_in(
+    c: &Compilation,
+    i: usize,
+    target: &CommandTarget<'_>,
+    warnings: &mut dyn FnMut(Vec<Diagnostic>),
+) -> Result<Explanation, Vec<Diagnostic>> {
+    let store = target.open_state_read_only().await.map_err(|d| vec![d])?;
+    let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+    let (engine, found) = target
+        .open_engine(c, binding.as_ref(), Purpose::Plan)
+        .await
+        .map_err(|d| vec![d])?;
+    warnings(found);
+    let store = store.as_ref();
+    explain(
+        c,
+        i,
+        binding.as_ref(),
+        MAIN_ENVIRONMENT,
+        engine.as_ref(),
+        store,
+    )
+    .await
 }
 
 /// Explains model `i` of `c` (which compiles): its recorded version, and the decision and

@@ -2,17 +2,18 @@
 //! engine sees, read into the planner's inputs, then selection and the plan. Every front end
 //! (command line, daemon, tests) plans through [`make_plan`].
 
-use phlo_transform_adapter::Adapter;
+use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_plan::list::ListReport;
 use phlo_transform_plan::{BlockedPlan, CompileErrorBlocking, Plan, PlanInputs, SelectorSpec};
 use phlo_transform_state::{MaterializedVersion, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::Path;
 
 use crate::environments::binding::Inherited;
 use crate::environments::{local_default_schema, Binding, MAIN_ENVIRONMENT};
+use crate::target::CommandTarget;
 
 /// The recorded state of the environment and the relations that exist, as the planner reads
 /// them.
@@ -213,21 +214,58 @@ pub async fn state_view_in(
     }
 }
 
-/// What compile errors leave of a run of `spec` over `c`, a compilation with errors (SPEC
-/// §63). Judged on a plan made in the main environment with the embedded engine's naming over
-/// `warehouse`, opening nothing: the blocked models are those compile errors reach, whatever
+/// What `list` shows of `spec` where `target` runs: every model without a selection, else the
+/// models it selects. Only a selector that reads state (`state:modified`, …) opens the state
+/// (read-only) and the engine; nothing is planned or written.
+pub async fn list<'c>(
+    c: &'c Compilation,
+    target: &CommandTarget<'_>,
+    spec: &SelectorSpec,
+) -> Result<ListReport<'c>, Vec<Diagnostic>> {
+    if *spec == SelectorSpec::default() {
+        return Ok(ListReport::new(c, None));
+    }
+    let state = if spec.reads_state() {
+        let store = target.open_state_read_only().await.map_err(|d| vec![d])?;
+        let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+        let (engine, _) = target
+            .open_engine(c, binding.as_ref(), Purpose::Plan)
+            .await
+            .map_err(|d| vec![d])?;
+        let view = state_view_in(c, binding.as_ref(), engine.as_ref(), store.as_ref())
+            .await
+            .map_err(|d| vec![d])?;
+        Some((view, engine))
+    } else {
+        None
+    };
+    let changed = || match &state {
+        Some((view, engine)) => view.changed(c, engine.as_ref()),
+        None => BTreeSet::new(),
+    };
+    let selection = phlo_transform_plan::select(c, spec, &changed)?;
+    Ok(ListReport::new(c, Some(selection)))
+}
+
+/// What compile errors leave of a run of `spec` over `c` where `target` runs (SPEC §63):
+/// [`CompileErrorBlocking::None`] for a compilation without errors. Judged on a plan made in
+/// the main environment with the embedded engine's naming over the target's warehouse,
+/// opening nothing but the state: the blocked models are those compile errors reach, whatever
 /// the target.
 pub async fn compile_error_blocking(
     c: &Compilation,
-    warehouse: &Path,
-    store: &dyn StateStore,
+    target: &CommandTarget<'_>,
     spec: &SelectorSpec,
 ) -> Result<CompileErrorBlocking, Vec<Diagnostic>> {
+    if !c.has_errors() {
+        return Ok(CompileErrorBlocking::None);
+    }
+    let store = target.open_state().await.map_err(|d| vec![d])?;
     let engine = phlo_transform_adapter::LocalEngine::unregistered(
-        warehouse,
+        target.warehouse,
         local_default_schema(c).as_deref(),
     );
-    let p = make_plan(c, MAIN_ENVIRONMENT, &engine, store, spec).await?;
+    let p = make_plan(c, MAIN_ENVIRONMENT, &engine, store.as_ref(), spec).await?;
     Ok(phlo_transform_plan::compile_error_blocking(&p))
 }
 

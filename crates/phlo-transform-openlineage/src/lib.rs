@@ -23,5 +23,5 @@ pub use config::{
 };
 pub use design::{design_events, design_events_for, rename_events, RecordedModel};
 pub use events::{PRODUCER, SPEC_URL};
-pub use run::{model_run_uuid, parent_run_uuid, RunEmitter};
+pub use run::{model_run_uuid, parent_run_uuid, RunEmitter, RunLineage};
 pub use transport::Emitter;

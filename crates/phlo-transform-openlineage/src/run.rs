@@ -4,14 +4,17 @@
 //! from any process.
 
 use crate::config::OpenLineageConfig;
-use crate::design::{job, model_io};
+use crate::design::{job, model_io, RecordedModel};
 use crate::events::{self, envelope};
 use crate::transport::Emitter;
 use phlo_transform_compiler::Compilation;
+use phlo_transform_exec::command::PendingRun;
 use phlo_transform_exec::{EventSink, ModelResult, RunEvent, RunReport};
+use phlo_transform_project::Materialization;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Mutex;
 
 /// The OpenLineage run id of phlo run `run_id`: the id itself when it is a UUID (phlo's are
@@ -192,6 +195,38 @@ impl RunEmitter<'_> {
             });
         }
         self.emitter.emit(&e);
+    }
+}
+
+/// OpenLineage around one run: the transports started before it, with the renames found
+/// against the recorded state sent first; the run's events go through a [`RunEmitter`] and
+/// the queues are drained (`emitter.finish()`) once the report exists.
+pub struct RunLineage {
+    pub config: OpenLineageConfig,
+    pub emitter: Emitter,
+}
+
+impl RunLineage {
+    /// `None` when no transport is configured. A rename is a model whose `@id` the main
+    /// environment's records know under another name.
+    pub async fn start(c: &Compilation, warehouse: &Path, run: &PendingRun<'_>) -> Option<Self> {
+        let config = OpenLineageConfig::from_env(&c.workspace, warehouse);
+        let emitter = Emitter::start(&config)?;
+        let recorded: Vec<RecordedModel> = run
+            .recorded_in_main()
+            .await
+            .into_iter()
+            .map(|m| RecordedModel {
+                materialization: Materialization::parse(&m.materialization)
+                    .unwrap_or(Materialization::Table),
+                id: m.model_id,
+                name: m.model_name,
+            })
+            .collect();
+        for event in crate::design::rename_events(c, &config, &recorded) {
+            emitter.emit(&event);
+        }
+        Some(RunLineage { config, emitter })
     }
 }
 

@@ -2,6 +2,7 @@
 //! target's pointers replaced by the candidate's, with the target environment's records, in
 //! one state transaction under compare-and-swap on both hashes, and a PromotionRecord.
 
+use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_state::{
     MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, VersionSwap,
@@ -51,6 +52,32 @@ pub struct Promotion {
 impl Promotion {
     pub fn gates_passed(&self) -> bool {
         self.gates.iter().all(|g| g.passed)
+    }
+
+    /// The error of a promotion a gate refused (nothing published), naming the gates that
+    /// failed; `None` when every gate passed.
+    pub fn blocked(&self) -> Option<Diagnostic> {
+        let failed: Vec<&str> = self
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .map(|g| g.name)
+            .collect();
+        if failed.is_empty() {
+            return None;
+        }
+        Some(
+            Diagnostic::error(
+                codes::PROMOTION_BLOCKED,
+                format!(
+                    "promotion of `{}` into `{}` blocked by gate(s): {}",
+                    self.from,
+                    self.to,
+                    failed.join(", ")
+                ),
+            )
+            .with_help("read each failed gate's detail above"),
+        )
     }
 }
 

@@ -1,0 +1,84 @@
+//! `plan` (SPEC §36–40, §51) from the compilation to the stored plan: the one call every front
+//! end makes. Over compile errors no plan is made, but the schema changes against the bound
+//! environment's records are still reported; otherwise the environment is bound, its state
+//! and relations read, the selection planned, the plan stored under its id (what `apply`
+//! loads) and written to the artifacts.
+
+use phlo_transform_adapter::Purpose;
+use phlo_transform_compiler::artifacts::LineageArtifacts;
+use phlo_transform_compiler::{ArtifactDir, Compilation};
+use phlo_transform_core::Diagnostic;
+use phlo_transform_plan::{BlockedPlan, Plan, SelectorSpec};
+
+use crate::command::FrontEnd;
+use crate::planning::{blocked_plan, make_plan_in};
+use crate::target::CommandTarget;
+
+/// One `plan`.
+pub struct Request<'a> {
+    pub compilation: &'a Compilation,
+    pub target: CommandTarget<'a>,
+    pub artifacts: &'a ArtifactDir,
+    pub spec: &'a SelectorSpec,
+}
+
+/// What `plan` ends with.
+pub enum Planned<'c> {
+    /// The plan, stored under its id and written to the artifacts.
+    Plan(Box<Plan>),
+    /// The compilation has errors: no plan, and nothing stored. Every model's row and the
+    /// schema changes against the recorded columns; the command fails.
+    Blocked(BlockedPlan<'c>),
+}
+
+/// Plans `request` (see the module's documentation). `Err` carries the diagnostics that
+/// stopped it; warnings found on the way went to `front` as found.
+pub async fn plan<'c>(
+    request: Request<'c>,
+    front: &dyn FrontEnd,
+) -> Result<Planned<'c>, Vec<Diagnostic>> {
+    let c = request.compilation;
+    let target = &request.target;
+    if c.has_errors() {
+        return Ok(Planned::Blocked(blocked(c, target).await));
+    }
+    let store = target.open_state().await.map_err(|d| vec![d])?;
+    let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+    // Planning only asks whether relations exist: nothing needs opening.
+    let (engine, warnings) = target
+        .open_engine(c, binding.as_ref(), Purpose::Plan)
+        .await
+        .map_err(|d| vec![d])?;
+    front.warnings(warnings);
+    let p = make_plan_in(
+        c,
+        binding.as_ref(),
+        engine.as_ref(),
+        store.as_ref(),
+        request.spec,
+    )
+    .await?;
+    phlo_transform_plan::store_plan(store.as_ref(), &p)
+        .await
+        .map_err(|d| vec![d])?;
+    front
+        .write_compile_artifacts(LineageArtifacts::RefreshExisting)
+        .and_then(|_| request.artifacts.write("plan.json", &p))
+        .map_err(|d| vec![d])?;
+    Ok(Planned::Plan(Box::new(p)))
+}
+
+/// The blocked plan of `c` against the environment `target` binds. The state is only read
+/// (nothing is created for a workspace that does not compile); a state or an environment
+/// that cannot be read shows as nothing recorded, since the compile errors are the news.
+async fn blocked<'c>(c: &'c Compilation, target: &CommandTarget<'_>) -> BlockedPlan<'c> {
+    let store = target.open_state_read_only().await.ok();
+    let binding = match &store {
+        Some(store) => target.bind(c, store.clone()).await.ok(),
+        None => None,
+    };
+    match binding {
+        Some(binding) => blocked_plan(c, binding.as_ref(), store.as_deref()).await,
+        None => blocked_plan(c, None, None).await,
+    }
+}
