@@ -128,6 +128,7 @@ fn plan(c: &Compilation, adapter: &dyn Adapter) -> Plan {
         built_strategies: &strategies,
         freshness: &[],
         adoptable: &Default::default(),
+        output_identities: &Default::default(),
     };
     let selection = phlo_transform_plan::select(c, &SelectorSpec::default(), &BTreeSet::new)
         .expect("the selection resolves");

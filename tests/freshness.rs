@@ -110,3 +110,30 @@ fn invalid_requirements_are_config_errors() {
         "{d}"
     );
 }
+
+/// Without `timestamp_column` the age is the source's last commit time, which only Trino's
+/// Iceberg tables have (tests/trino_state.rs): the local engine says UNKNOWN and why, and
+/// under `block` its readers wait.
+#[test]
+fn freshness_without_a_timestamp_column_is_unknown_where_no_commit_time_is_known() {
+    let ws = workspace("block");
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        "[source.\"lims.samples\"]\nlocation = \"data/samples.csv\"\nfreshness = \"6h\"\nfreshness_policy = \"block\"\n",
+    );
+    let out = run(ws.path(), &["--json", "plan"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan = out.json();
+    let source = &plan["sources"][0];
+    assert_eq!(source["status"], "UNKNOWN", "{source}");
+    assert_eq!(source["timestamp_column"], Value::Null, "{source}");
+    assert!(
+        source["reason"]
+            .as_str()
+            .unwrap()
+            .contains("declare timestamp_column"),
+        "{source}"
+    );
+    assert_eq!(decision(&plan, "lab.samples"), "blocked");
+}

@@ -226,6 +226,7 @@ async fn harness(faults: &[(&str, &[Fault])], delays: &[(&str, u64)]) -> Harness
         built_strategies: &HashMap::new(),
         freshness: &[],
         adoptable: &Default::default(),
+        output_identities: &Default::default(),
     };
     let selection = phlo_transform_plan::select(
         c,

@@ -9,7 +9,8 @@
 //! writing each Iceberg table once per generation.
 //!
 //! Every test writes its models into a schema of its own (`default_schema`), so tests run in
-//! parallel and leftovers of earlier runs never matter.
+//! parallel, and drops it at the end ([`DropSchema`]); the loaded TPC-H tables (`iceberg.tpch`)
+//! and the realistic workspace's sources are kept for the next run.
 
 mod common;
 #[path = "../benches/support/generate.rs"]
@@ -23,6 +24,8 @@ mod rows;
 mod scenarios;
 #[path = "warehouse/tpch_data.rs"]
 mod tpch_data;
+#[path = "warehouse/trino_cleanup.rs"]
+mod trino_cleanup;
 #[path = "warehouse/trino_env.rs"]
 mod trino_env;
 #[path = "warehouse/types.rs"]
@@ -35,6 +38,7 @@ use scenarios::Warehouse as _;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use trino_cleanup::DropSchema;
 use trino_env::{adapter_toml, trino_url, unique};
 use url::Url;
 
@@ -259,6 +263,7 @@ fn realistic_workspace_on_trino_equals_the_local_engine() {
     let warehouse = TrinoWarehouse {
         schema: unique("realistic"),
     };
+    let _cleanup = DropSchema(warehouse.schema.clone());
     let found = scenarios::realistic_differences(&warehouse, dir.path(), 40);
     assert_eq!(found.types, Vec::<String>::new(), "column types");
     assert_eq!(found.rows, Vec::<String>::new(), "rows");
@@ -301,6 +306,7 @@ fn tpch_models_on_trino_equal_the_local_engine() {
 
     load_tpch_into_trino(&tables);
     let schema = unique("tpch_models");
+    let _cleanup = DropSchema(schema.clone());
     let ws = workspace("tpch");
     append(
         ws.path(),
@@ -365,6 +371,7 @@ fn tpch_models_on_trino_equal_the_local_engine() {
 #[test]
 fn spec_64_partial_failure_on_trino_and_the_error_lands_on_the_model_line() {
     let schema = unique("spec64");
+    let _cleanup = DropSchema(schema.clone());
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
     write_file(root, "phlo.toml", &adapter_toml(&schema, "phlo-test"));
@@ -448,6 +455,7 @@ fn spec_64_partial_failure_on_trino_and_the_error_lands_on_the_model_line() {
 #[test]
 fn model_timeout_cancels_the_query_in_trino() {
     let schema = unique("timeout");
+    let _cleanup = DropSchema(schema.clone());
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
     write_file(root, "phlo.toml", &adapter_toml(&schema, "phlo-test"));
@@ -518,6 +526,7 @@ fn snapshots(schema: &str, table: &str) -> u64 {
 #[test]
 fn a_run_killed_mid_write_resumes_with_one_snapshot_per_generation() {
     let schema = unique("killed");
+    let _cleanup = [DropSchema(schema.clone()), DropSchema(format!("{schema}_src"))];
     let src = format!("iceberg.{schema}_src.events");
     trino(&format!("CREATE SCHEMA iceberg.{schema}_src"));
     trino(&format!(

@@ -69,4 +69,7 @@ pub struct MaterializeOutcome {
     /// The adapter's proof of the written contents (`Adapter::output_identity`), when it has
     /// one.
     pub output_identity: Option<String>,
+    /// What the adapter read of the written relation (Iceberg snapshot, schema, partition
+    /// spec, properties), recorded with the materialisation for `inspect` (SPEC §69).
+    pub physical_state: Option<serde_json::Value>,
 }

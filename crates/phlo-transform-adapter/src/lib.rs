@@ -64,7 +64,7 @@ pub use duckdb;
 pub use error::AdapterError;
 pub use external::{warehouse_sources, SchemaRead};
 pub use for_target::compile_for_target;
-pub use inflight::{InFlight, QueryId};
+pub use inflight::{InFlight, QueryId, QueryStatistics};
 pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
 pub use postgres::PostgresEngine;

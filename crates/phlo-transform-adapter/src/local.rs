@@ -318,7 +318,7 @@ impl LocalEngine {
             rows: Some(rows),
             already_committed: written.already_committed,
             write: Some(written.description),
-            output_identity: None,
+            ..MaterializeOutcome::default()
         })
     }
 

@@ -5,6 +5,8 @@
 #[path = "../../../tests/warehouse/trino_env.rs"]
 #[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
 mod trino_env;
+#[path = "../../../tests/warehouse/trino_cleanup.rs"]
+mod trino_cleanup;
 
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
@@ -99,6 +101,7 @@ async fn rows(relation: &Relation) -> Vec<String> {
 #[tokio::test]
 async fn tables_views_and_their_iceberg_identity() {
     let schema = unique("models");
+    let _cleanup = trino_cleanup::DropSchema(schema.clone());
     let view_model = format!("{schema}.nation_names");
     let engine = engine(&[&view_model]).await;
     let inflight = InFlight::default();
@@ -241,6 +244,7 @@ async fn views_on_a_nessie_catalog_are_refused_when_the_adapter_opens() {
 async fn an_engine_error_lands_on_the_model_line() {
     let engine = engine(&[]).await;
     let schema = unique("errors");
+    let _cleanup = trino_cleanup::DropSchema(schema.clone());
     // Trino refuses comparing varchar with bigint; the bad comparison is on line 3.
     let sql = "select nationkey,\n       name\nfrom tpch.tiny.nation where name = 1";
     let bad = job(
@@ -275,6 +279,7 @@ async fn an_engine_error_lands_on_the_model_line() {
 async fn cancelling_an_attempt_ends_its_query_in_trino() {
     let engine = std::sync::Arc::new(engine(&[]).await);
     let schema = unique("cancel");
+    let _cleanup = trino_cleanup::DropSchema(schema.clone());
     let long = job(
         &engine,
         &format!("{schema}.long"),
@@ -347,6 +352,10 @@ async fn source(relation: &str, rows: &str) {
 async fn every_incremental_strategy_equals_a_full_rebuild() {
     let engine = engine(&[]).await;
     let schema = unique("inc");
+    let _cleanup = [
+        trino_cleanup::DropSchema(schema.clone()),
+        trino_cleanup::DropSchema(format!("{schema}_src")),
+    ];
     let src = format!("iceberg.{schema}_src.events");
     let c = client();
     c.execute(&format!("CREATE SCHEMA iceberg.{schema}_src"))

@@ -5,6 +5,8 @@
 #[path = "../../../tests/warehouse/trino_env.rs"]
 #[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
 mod trino_env;
+#[path = "../../../tests/warehouse/trino_cleanup.rs"]
+mod trino_cleanup;
 
 use phlo_transform_adapter::trino::client::{FailureKind, Trino, TrinoConfig};
 use phlo_transform_lakehouse::nessie::{Content, Nessie, NessieErrorKind};
@@ -230,6 +232,7 @@ async fn nessie_contents_name_the_metadata_trino_wrote() {
     let nessie = nessie();
     assert_eq!(nessie.default_branch().await.unwrap(), "main");
     let schema = unique("client");
+    let _cleanup = trino_cleanup::DropSchema(schema.clone());
     trino
         .execute(&format!("create schema iceberg.{schema}"))
         .await
@@ -311,6 +314,7 @@ async fn nessie_branches_merge_conflict_and_rollback() {
     let trino = trino();
     let nessie = nessie();
     let schema = unique("branches");
+    let _cleanup = trino_cleanup::DropSchema(schema.clone());
     trino
         .execute(&format!("create schema iceberg.{schema}"))
         .await

@@ -51,6 +51,13 @@ pub struct ModelState {
     pub status: &'static str,
     pub sql_change: Option<SqlChange>,
     pub materialized_at: Option<String>,
+    /// The adapter's proof of the contents written (`iceberg:snapshot:…,schema:…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_identity: Option<String>,
+    /// What the adapter read of the relation after the write (Iceberg: snapshot, schema,
+    /// partition spec, properties; SPEC §69).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub physical_state: Option<serde_json::Value>,
 }
 
 impl<'a> ModelInspection<'a> {
@@ -124,6 +131,8 @@ impl<'a> ModelInspection<'a> {
                 status,
                 sql_change,
                 materialized_at: recorded.map(|r| r.materialized_at.clone()),
+                output_identity: recorded.and_then(|r| r.output_identity.clone()),
+                physical_state: recorded.and_then(|r| r.physical_state.clone()),
             },
             config: with_config.then_some(&file.config),
             key: &file.config.key.value,

@@ -2,7 +2,7 @@
 //! how its table is written) and, once built, for the state store (its materialisation record).
 //! Used by the scheduler, the data tests and `inspect --sql`; a leaf below all of them.
 
-use phlo_transform_adapter::{Adapter, MaterializeJob, TableSpec};
+use phlo_transform_adapter::{Adapter, MaterializeJob, MaterializeOutcome, TableSpec};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_plan::{PlannedModel, ReasonKind};
@@ -108,16 +108,30 @@ fn table_spec(
     }
 }
 
-/// Records that `m` is materialised at its compiled version in `environment`, by `adapter`.
+/// What a run records of one materialisation besides the model's version.
+pub(crate) struct Written<'a> {
+    pub run_id: &'a str,
+    pub generation: i64,
+    pub environment: &'a str,
+    pub adapter: &'a str,
+    /// The adapter's output identity and physical state after the write.
+    pub outcome: &'a MaterializeOutcome,
+}
+
+/// Records that `m` is materialised at its compiled version, as `written` says.
 pub(crate) async fn record_materialization(
     c: &Compilation,
     m: &PlannedModel,
-    run_id: &str,
-    generation: i64,
     state: &dyn StateStore,
-    environment: &str,
-    adapter: &str,
+    written: Written<'_>,
 ) -> Result<(), StateError> {
+    let Written {
+        run_id,
+        generation,
+        environment,
+        adapter,
+        outcome,
+    } = written;
     let index = c.model_index(&m.name).expect("planned models exist");
     let Some(v) = &c.models[index].version else {
         return Ok(());
@@ -140,6 +154,8 @@ pub(crate) async fn record_materialization(
             generation,
             materialized_at: now(),
             adapter: Some(adapter.to_string()),
+            output_identity: outcome.output_identity.clone(),
+            physical_state: outcome.physical_state.clone(),
             output_columns: c.models[index]
                 .schema
                 .as_ref()

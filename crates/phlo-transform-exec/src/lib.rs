@@ -308,6 +308,7 @@ async fn interrupted(recorder: &Recorder<'_>, environment: &str) -> Result<Prior
                         finished_at: None,
                         duration_ms: None,
                         failure: (!completed).then_some(&failure),
+                        queries: Vec::new(),
                     },
                 )
                 .await?;

@@ -27,6 +27,8 @@ pub struct StateView {
     freshness: Vec<phlo_transform_plan::SourceFreshness>,
     /// Records read from another environment's tables, with their identity proofs.
     adoptable: HashMap<String, phlo_transform_plan::Adoptable>,
+    /// The output identity each existing relation with an identity on record reports now.
+    identities: HashMap<String, String>,
 }
 
 impl StateView {
@@ -44,6 +46,7 @@ impl StateView {
             built_strategies: &self.strategies,
             freshness: &self.freshness,
             adoptable: &self.adoptable,
+            output_identities: &self.identities,
         }
     }
 
@@ -133,6 +136,9 @@ async fn state_view_with(
             }
         }
     }
+    let identities = live_identities(c, engine, &materialized, &adoptable, &existing, &relations)
+        .await
+        .map_err(unavailable)?;
     let now = chrono::Utc::now();
     let mut freshness = Vec::new();
     for source in &c.workspace.sources {
@@ -140,7 +146,7 @@ async fn state_view_with(
             continue;
         };
         let latest = engine
-            .source_state(source, Some(&f.timestamp_column))
+            .source_state(source, f.timestamp_column.as_deref())
             .await
             .map(|s| s.latest_timestamp)
             .map_err(|e| e.message);
@@ -153,7 +159,38 @@ async fn state_view_with(
         strategies,
         freshness,
         adoptable,
+        identities,
     })
+}
+
+/// The output identity the relation of each model reports now, for the existing relations
+/// whose own record (not one inherited from another environment) carries an identity from
+/// this adapter: what `output_drift` compares (SPEC §39).
+async fn live_identities(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    materialized: &HashMap<String, MaterializedVersion>,
+    adoptable: &HashMap<String, phlo_transform_plan::Adoptable>,
+    existing: &HashSet<String>,
+    relations: &[phlo_transform_adapter::Relation],
+) -> Result<HashMap<String, String>, phlo_transform_adapter::AdapterError> {
+    let mut identities = HashMap::new();
+    for (m, relation) in c.models.iter().zip(relations) {
+        let Some(record) = materialized.get(&m.id) else {
+            continue;
+        };
+        if record.output_identity.is_none()
+            || record.adapter.as_deref() != Some(engine.name())
+            || adoptable.contains_key(&m.id)
+            || !existing.contains(&m.id)
+        {
+            continue;
+        }
+        if let Some(identity) = engine.output_identity(relation).await? {
+            identities.insert(m.id.clone(), identity);
+        }
+    }
+    Ok(identities)
 }
 
 /// Selects with `spec` and plans the selection against the recorded state and the relations

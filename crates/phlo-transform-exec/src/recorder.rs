@@ -5,12 +5,24 @@
 use crate::events::{EventSink, RunEvent};
 use crate::failure::now;
 use crate::report::{ErrorInfo, ModelResult, TestResult};
-use phlo_transform_state::{AttemptRecord, NodeRecord, StateError, StateStore};
+use phlo_transform_state::{AttemptRecord, NodeRecord, QueryRecord, StateError, StateStore};
 
 pub(crate) struct Recorder<'a> {
     pub run_id: String,
     pub state: &'a dyn StateStore,
     pub events: &'a [&'a dyn EventSink],
+}
+
+/// The record of a query an attempt finished.
+pub(crate) fn query_record(q: phlo_transform_adapter::QueryStatistics) -> QueryRecord {
+    QueryRecord {
+        query_id: q.id.0,
+        rows: q.rows,
+        bytes: q.bytes,
+        cpu_ms: q.cpu_ms,
+        wall_ms: q.wall_ms,
+        written_rows: q.written_rows,
+    }
 }
 
 /// One ended attempt of a model, as `Recorder::attempt` writes it.
@@ -21,6 +33,8 @@ pub(crate) struct EndedAttempt<'a> {
     pub finished_at: Option<String>,
     pub duration_ms: Option<u64>,
     pub failure: Option<&'a ErrorInfo>,
+    /// The warehouse queries the attempt finished.
+    pub queries: Vec<QueryRecord>,
 }
 
 impl Recorder<'_> {
@@ -84,6 +98,7 @@ impl Recorder<'_> {
                     error_code: a.failure.map(|f| f.code.clone()),
                     error_message: a.failure.map(|f| f.message.clone()),
                     retryable: a.failure.is_some_and(|f| f.retryable),
+                    queries: a.queries,
                 },
             )
             .await

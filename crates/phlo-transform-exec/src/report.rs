@@ -35,6 +35,18 @@ pub struct ModelResult {
     /// relation was used instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outdated: Option<String>,
+    /// The warehouse queries of every attempt with the engine's statistics, in order (engines
+    /// that report them: Trino).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<AttemptQuery>,
+}
+
+/// One warehouse query of one attempt (SPEC §68).
+#[derive(Clone, Debug, Serialize)]
+pub struct AttemptQuery {
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub query: phlo_transform_state::QueryRecord,
 }
 
 impl ModelResult {
@@ -54,6 +66,7 @@ impl ModelResult {
             failures: Vec::new(),
             resumed: false,
             outdated: None,
+            queries: Vec::new(),
         }
     }
 }

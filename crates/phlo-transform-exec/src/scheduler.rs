@@ -340,11 +340,18 @@ impl<'a> Scheduler<'a> {
         &mut self,
         joined: Result<(Id, Ended), JoinError>,
     ) -> Result<Option<Stop>, StateError> {
-        let ended = match joined {
+        let (ended, queries) = match joined {
             Ok((id, ended)) => {
                 self.task_of.remove(&id);
-                self.inflight.remove(&id);
-                ended
+                let queries: Vec<_> = self
+                    .inflight
+                    .remove(&id)
+                    .map(|q| q.statistics())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(crate::recorder::query_record)
+                    .collect();
+                (ended, queries)
             }
             Err(e) => {
                 self.inflight.remove(&e.id());
@@ -361,9 +368,15 @@ impl<'a> Scheduler<'a> {
             finished_at: Some(ended.finished_at.clone()),
             duration_ms: Some(ended.duration_ms),
             failure: None,
+            queries: queries.clone(),
         };
         {
             let r = &mut self.results[i];
+            r.queries
+                .extend(queries.into_iter().map(|query| crate::report::AttemptQuery {
+                    attempt: ended.attempt,
+                    query,
+                }));
             r.attempts = ended.attempt;
             r.finished_at = Some(ended.finished_at);
             r.duration_ms = Some(ended.duration_ms);
@@ -385,11 +398,14 @@ impl<'a> Scheduler<'a> {
                 crate::jobs::record_materialization(
                     self.c,
                     &self.plan.models[i],
-                    &self.recorder.run_id,
-                    self.generation,
                     self.recorder.state,
-                    &self.plan.environment,
-                    self.adapter.name(),
+                    crate::jobs::Written {
+                        run_id: &self.recorder.run_id,
+                        generation: self.generation,
+                        environment: &self.plan.environment,
+                        adapter: self.adapter.name(),
+                        outcome: &o,
+                    },
                 )
                 .await?;
                 self.set(i, NodeState::Passed);
@@ -477,6 +493,7 @@ impl<'a> Scheduler<'a> {
                     finished_at: Some(finished.clone()),
                     duration_ms: None,
                     failure: Some(&failure),
+                    queries: Vec::new(),
                 },
             )
             .await?;

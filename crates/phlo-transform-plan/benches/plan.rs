@@ -81,6 +81,7 @@ fn report(
             built_strategies: &strategies,
             freshness: &[],
             adoptable: &Default::default(),
+            output_identities: &Default::default(),
         };
         let started = Instant::now();
         let selection = select(c, &SelectorSpec::default(), &BTreeSet::new).expect("selects");
@@ -126,6 +127,8 @@ async fn populate(c: &Compilation, store: &dyn StateStore) {
                 plan_hash: v.fingerprints.plan.clone(),
                 output_columns: None,
                 adapter: Some("local".into()),
+                output_identity: None,
+                physical_state: None,
             })
             .await
             .expect("records");

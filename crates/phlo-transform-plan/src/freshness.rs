@@ -1,5 +1,6 @@
 //! Source freshness in plans (SPEC §34): each source with a requirement gets its age (now
-//! minus the latest `timestamp_column` value the engine reads), the requirement and a status.
+//! minus the latest `timestamp_column` value the engine reads, or without a column the time of
+//! the source's last commit), the requirement and a status.
 //! Under `freshness_policy = "block"` the models reading a STALE (or unmeasurable) source are
 //! BLOCKED, and so is everything planned downstream of them.
 
@@ -30,7 +31,8 @@ impl FreshnessStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceFreshness {
     pub source: String,
-    pub timestamp_column: String,
+    /// The column measured; `None`: the source's last commit (an Iceberg snapshot's time).
+    pub timestamp_column: Option<String>,
     /// As declared (`6h`).
     pub required: String,
     pub required_seconds: u64,
@@ -95,7 +97,10 @@ pub fn evaluate(
             None,
             None,
             FreshnessStatus::Unknown,
-            Some(format!("`{}` has no values", f.timestamp_column)),
+            Some(match &f.timestamp_column {
+                Some(column) => format!("`{column}` has no values"),
+                None => "no commit time is known for it (Trino reads an Iceberg table's snapshot time; elsewhere declare timestamp_column)".to_string(),
+            }),
         ),
         Err(e) => (None, None, FreshnessStatus::Unknown, Some(e)),
     };

@@ -148,6 +148,10 @@ pub struct PlanInputs<'a> {
     /// Records of `materialized` that another environment wrote and this one reads (a
     /// virtual environment's base tables), by model id: adopted only with an identity proof.
     pub adoptable: &'a HashMap<String, Adoptable>,
+    /// The output identity each existing relation reports now, by model id, for the models
+    /// whose own record carries one: another identity than the recorded one is
+    /// `output_drift` (SPEC §39).
+    pub output_identities: &'a HashMap<String, String>,
 }
 
 /// A materialisation this environment reads from another environment (SPEC §39).
@@ -413,6 +417,10 @@ fn incremental_safety(
         || !inputs.existing_relations.contains(&m.id)
     {
         return (reasons, false);
+    }
+    // Rows written behind the run's back are not the model's: the table is built again.
+    if reasons.iter().any(|r| r.kind == ReasonKind::OutputDrift) {
+        return (reasons, true);
     }
     let config = c.config(i);
     let desired = strategy_label(config.incremental.value.as_ref(), &config.key.value);
@@ -698,6 +706,22 @@ fn decide(
             Decision::Build,
             vec![Reason::new(ReasonKind::AdapterChange, detail, None)],
         );
+    }
+    if let (Some(recorded), Some(live)) = (&rec.output_identity, inputs.output_identities.get(&m.id))
+    {
+        if recorded != live {
+            return (
+                Decision::Build,
+                vec![Reason::new(
+                    ReasonKind::OutputDrift,
+                    format!(
+                        "`{}` changed outside phlo-transform: recorded {recorded}, it reports {live} now — FULL REBUILD",
+                        (inputs.relation_of)(i)
+                    ),
+                    None,
+                )],
+            );
+        }
     }
     let change = SqlChange::classify(
         rec.text_hash.as_deref(),

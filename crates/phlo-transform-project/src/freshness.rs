@@ -1,5 +1,6 @@
 //! Source freshness requirements (SPEC §34): `[source."x"] freshness = "6h"`,
-//! `timestamp_column = "loaded_at"`, `freshness_policy = "warn" | "block"`.
+//! `timestamp_column = "loaded_at"` (optional where the engine knows the source's commit time),
+//! `freshness_policy = "warn" | "block"`.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,10 @@ pub struct Freshness {
     /// As written (`6h`).
     pub max_age: String,
     pub max_age_seconds: u64,
-    pub timestamp_column: String,
+    /// The column whose latest value is the data's time; without one, the time of the
+    /// source's last commit where the engine knows it (an Iceberg table's current snapshot
+    /// on Trino).
+    pub timestamp_column: Option<String>,
     pub policy: FreshnessPolicy,
 }
 
@@ -44,12 +48,11 @@ impl Freshness {
         };
         match (freshness, timestamp_column) {
             (None, None) => Ok(None),
-            (Some(_), None) => Err("freshness needs timestamp_column: the column whose latest value says how old the data is".into()),
             (None, Some(_)) => Err("timestamp_column is only used with freshness (e.g. freshness = \"6h\")".into()),
-            (Some(age), Some(column)) => Ok(Some(Freshness {
+            (Some(age), column) => Ok(Some(Freshness {
                 max_age: age.to_string(),
                 max_age_seconds: parse_duration(age)?,
-                timestamp_column: column.to_string(),
+                timestamp_column: column.map(str::to_string),
                 policy,
             })),
         }
@@ -133,7 +136,12 @@ mod tests {
             .unwrap();
         assert_eq!(f.max_age_seconds, 21_600);
         assert_eq!(f.policy, FreshnessPolicy::Block);
-        assert!(Freshness::from_section(Some("6h"), None, None).is_err());
+        // Without a column: the source's commit time, where the engine has one.
+        let commit = Freshness::from_section(Some("6h"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(commit.timestamp_column, None);
+        assert!(Freshness::from_section(None, Some("t"), None).is_err());
         assert!(Freshness::from_section(None, None, None).unwrap().is_none());
         assert!(Freshness::from_section(Some("6h"), Some("t"), Some("panic")).is_err());
     }

@@ -17,7 +17,7 @@ mod tests;
 pub use location::{open, open_existing, StateLocation};
 pub use postgres::PostgresStateStore;
 pub use records::{
-    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RecordedColumn, RunRecord,
+    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, QueryRecord, RecordedColumn, RunRecord,
     RunSummary,
 };
 pub use refs::{

@@ -53,6 +53,25 @@ pub struct AttemptRecord {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub retryable: bool,
+    /// The warehouse queries the attempt ran, with the engine's statistics (Trino; empty for
+    /// engines that report none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<QueryRecord>,
+}
+
+/// One warehouse query of an attempt as the engine reported it when it ended (SPEC §68).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryRecord {
+    /// The engine's query id (`20261202_071501_00012_abcde`).
+    pub query_id: String,
+    /// Rows and bytes the query read.
+    pub rows: u64,
+    pub bytes: u64,
+    pub cpu_ms: u64,
+    pub wall_ms: u64,
+    /// Rows the statement wrote (`CREATE TABLE … AS`, `INSERT`, `MERGE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_rows: Option<u64>,
 }
 
 /// The version of a model that is physically materialised in an environment.
@@ -82,6 +101,14 @@ pub struct MaterializedVersion {
     /// adapter tracking. Another adapter's record means a rebuild (`adapter_change`, SPEC §39).
     #[serde(default)]
     pub adapter: Option<String>,
+    /// The adapter's proof of the written contents after the write (`iceberg:snapshot:…`);
+    /// a relation that reports another one now has drifted (`output_drift`, SPEC §39).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_identity: Option<String>,
+    /// What the adapter read of the written relation (Iceberg snapshot, schema, partition
+    /// spec, properties), as it reports it (SPEC §69).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_state: Option<serde_json::Value>,
 }
 
 /// A column of a materialisation as written: name, Arrow type as DataFusion prints it

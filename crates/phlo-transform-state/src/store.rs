@@ -28,7 +28,7 @@ pub(crate) fn as_is(sql: &'static str) -> std::borrow::Cow<'static, str> {
 
 macro_rules! impl_state_store {
     ($store:ty, $row:ty, $sql:path) => {
-        /// Binds the 17 columns of a `model_versions` row, in the order the INSERTs list them,
+        /// Binds the 19 columns of a `model_versions` row, in the order the INSERTs list them,
         /// with the row's environment given apart (a promotion writes a version into another
         /// environment than the one it was recorded in).
         fn bind_model_version<'q>(
@@ -68,6 +68,12 @@ macro_rules! impl_state_store {
                         .map(|c| serde_json::to_string(c).expect("columns serialise")),
                 )
                 .bind(&m.adapter)
+                .bind(&m.output_identity)
+                .bind(
+                    m.physical_state
+                        .as_ref()
+                        .map(|v| serde_json::to_string(v).expect("JSON serialises")),
+                )
         }
 
         fn run_from_row(r: &$row) -> $crate::RunRecord {
@@ -99,6 +105,10 @@ macro_rules! impl_state_store {
                 error_code: r.get("error_code"),
                 error_message: r.get("error_message"),
                 retryable: r.get::<i64, _>("retryable") != 0,
+                queries: r
+                    .get::<Option<String>, _>("queries")
+                    .and_then(|s| serde_json::from_str(&s).ok())
+                    .unwrap_or_default(),
             }
         }
 
@@ -142,6 +152,10 @@ macro_rules! impl_state_store {
                     .get::<Option<String>, _>("output_columns")
                     .and_then(|s| serde_json::from_str(&s).ok()),
                 adapter: r.get("adapter"),
+                output_identity: r.get("output_identity"),
+                physical_state: r
+                    .get::<Option<String>, _>("physical_state")
+                    .and_then(|s| serde_json::from_str(&s).ok()),
             }
         }
 
@@ -272,13 +286,14 @@ macro_rules! impl_state_store {
                 let sql = $sql(
                     "INSERT INTO node_attempts (run_id, node, kind, attempt, status, started_at,
                                                 finished_at, duration_ms, error_category, error_code,
-                                                error_message, retryable)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                error_message, retryable, queries)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                      ON CONFLICT (run_id, kind, node, attempt) DO UPDATE SET
                         status = excluded.status, started_at = excluded.started_at,
                         finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
                         error_category = excluded.error_category, error_code = excluded.error_code,
-                        error_message = excluded.error_message, retryable = excluded.retryable",
+                        error_message = excluded.error_message, retryable = excluded.retryable,
+                        queries = excluded.queries",
                 );
                 sqlx::query(&sql)
                     .bind(run_id)
@@ -293,6 +308,10 @@ macro_rules! impl_state_store {
                     .bind(&a.error_code)
                     .bind(&a.error_message)
                     .bind(i64::from(a.retryable))
+                    .bind(
+                        (!a.queries.is_empty())
+                            .then(|| serde_json::to_string(&a.queries).expect("queries serialise")),
+                    )
                     .execute(&self.pool)
                     .await
                     .map_err(|e| $crate::StateError::from_sqlx("recording attempt", e))?;
@@ -325,8 +344,8 @@ macro_rules! impl_state_store {
                     "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                  config_hash, upstream, sources, materialization, relation,
                                                  run_id, generation, materialized_at, text_hash, plan_hash,
-                                                 output_columns, adapter)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                 output_columns, adapter, output_identity, physical_state)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                      ON CONFLICT (environment, model_id) DO UPDATE SET
                         model_name = excluded.model_name, version = excluded.version,
                         sql_hash = excluded.sql_hash, config_hash = excluded.config_hash,
@@ -335,7 +354,9 @@ macro_rules! impl_state_store {
                         run_id = excluded.run_id, generation = excluded.generation,
                         materialized_at = excluded.materialized_at,
                         text_hash = excluded.text_hash, plan_hash = excluded.plan_hash,
-                        output_columns = excluded.output_columns, adapter = excluded.adapter
+                        output_columns = excluded.output_columns, adapter = excluded.adapter,
+                        output_identity = excluded.output_identity,
+                        physical_state = excluded.physical_state
                      WHERE excluded.generation >= model_versions.generation",
                 );
                 bind_model_version(sqlx::query(&sql), &m.environment, m)
@@ -719,8 +740,8 @@ macro_rules! impl_state_store {
                             "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                          config_hash, upstream, sources, materialization, relation,
                                                          run_id, generation, materialized_at, text_hash, plan_hash,
-                                                         output_columns, adapter)
-                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                                         output_columns, adapter, output_identity, physical_state)
+                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         );
                         bind_model_version(sqlx::query(&sql), &v.environment, m)
                             .execute(&mut *tx)

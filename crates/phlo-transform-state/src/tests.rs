@@ -4,7 +4,7 @@
 
 use crate::testing::PgTestDb;
 use crate::{
-    open, AttemptRecord, MaterializedVersion, NodeRecord, RecordedColumn, RunRecord, StateLocation,
+    open, AttemptRecord, MaterializedVersion, NodeRecord, QueryRecord, RecordedColumn, RunRecord, StateLocation,
     StateStore,
 };
 use std::collections::BTreeMap;
@@ -96,6 +96,8 @@ fn mv(model: &str, version: &str, generation: i64) -> MaterializedVersion {
             nullable: false,
         }]),
         adapter: Some("local".into()),
+        output_identity: Some(format!("iceberg:snapshot:{generation},schema:0")),
+        physical_state: Some(serde_json::json!({"format": "iceberg", "snapshot_id": generation})),
     }
 }
 
@@ -517,6 +519,19 @@ async fn attempts_reopened_runs_and_continuations_round_trip(location: StateLoca
         error_code: (status == "failed").then(|| "A002".into()),
         error_message: (status == "failed").then(|| "connection reset".into()),
         retryable,
+        // Trino reports its queries; the record keeps them in order.
+        queries: (status == "passed")
+            .then(|| {
+                vec![QueryRecord {
+                    query_id: format!("q{n}"),
+                    rows: 10,
+                    bytes: 100,
+                    cpu_ms: 5,
+                    wall_ms: 7,
+                    written_rows: Some(3),
+                }]
+            })
+            .unwrap_or_default(),
     };
     store
         .record_attempt("r1", &attempt(2, "passed", false))

@@ -117,7 +117,72 @@ fn model(out: &mut String, m: &ModelInspection) -> std::fmt::Result {
         };
         writeln!(out, "  SQL change: {text}")?;
     }
+    if let Some(identity) = &m.state.output_identity {
+        writeln!(out, "  output identity: {identity}")?;
+    }
+    if let Some(physical) = &m.state.physical_state {
+        physical_state(out, physical)?;
+    }
     Ok(())
+}
+
+/// The recorded physical state: an Iceberg table's snapshot, schema, partition spec and
+/// properties; any other adapter's state as JSON.
+fn physical_state(out: &mut String, p: &serde_json::Value) -> std::fmt::Result {
+    if p["format"] != "iceberg" {
+        return writeln!(out, "  physical state: {p}");
+    }
+    let at = p["snapshot_timestamp_ms"]
+        .as_i64()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_else(|| "-".into());
+    writeln!(
+        out,
+        "  Iceberg snapshot: {} ({}, {at}; {} in the metadata)",
+        p["snapshot_id"],
+        p["snapshot_operation"].as_str().unwrap_or("-"),
+        p["snapshots"]
+    )?;
+    writeln!(out, "  Iceberg schema id: {}", p["schema_id"])?;
+    let fields: Vec<String> = p["partition_spec"]["fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let (transform, source) = (
+                f["transform"].as_str().unwrap_or("?"),
+                f["source"].as_str().unwrap_or("?"),
+            );
+            if transform == "identity" {
+                source.to_string()
+            } else {
+                format!("{transform}({source})")
+            }
+        })
+        .collect();
+    let fields = if fields.is_empty() {
+        "unpartitioned".to_string()
+    } else {
+        fields.join(", ")
+    };
+    writeln!(
+        out,
+        "  Iceberg partition spec: {} ({fields})",
+        p["partition_spec"]["spec_id"]
+    )?;
+    let properties: Vec<String> = p["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    writeln!(out, "  Iceberg properties: {}", properties.join(", "))?;
+    writeln!(
+        out,
+        "  Iceberg metadata: {}",
+        p["metadata_location"].as_str().unwrap_or("-")
+    )
 }
 
 impl Report for SourceInspection<'_> {

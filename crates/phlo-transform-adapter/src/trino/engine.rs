@@ -36,7 +36,7 @@ use super::client::{FailureKind, QueryResult, Trino, TrinoConfig, TrinoError};
 use crate::sqlgen::{ident, list, literal, same};
 use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
-    Relation, RelationInfo, RelationKind, SourceState,
+    QueryStatistics, Relation, RelationInfo, RelationKind, SourceState,
 };
 
 /// The table comment's line recording the table's build strategy.
@@ -129,7 +129,36 @@ impl TrinoEngine {
             schemas: Mutex::default(),
         };
         engine.check_catalogs().await?;
+        engine.check_nessie().await?;
         Ok(engine)
+    }
+
+    /// Nessie answers and has the reference: every write reads its table's Iceberg state
+    /// there, so an unreachable Nessie stops the run before anything is written.
+    async fn check_nessie(&self) -> Result<(), AdapterError> {
+        let (Some(nessie), Some((url, reference))) = (&self.nessie, &self.settings.nessie) else {
+            return Ok(());
+        };
+        nessie.reference(reference).await.map(drop).map_err(|e| {
+            use phlo_transform_lakehouse::nessie::NessieErrorKind;
+            let (code, retryable, help) = match e.kind {
+                NessieErrorKind::NotFound => (
+                    codes::UNKNOWN_ADAPTER,
+                    false,
+                    "name a branch Nessie has in [adapter.nessie] ref, or create it",
+                ),
+                _ => (
+                    codes::ADAPTER_UNAVAILABLE,
+                    e.kind == NessieErrorKind::Unreachable,
+                    "start Nessie (scripts/services.sh up) or check [adapter.nessie] url",
+                ),
+            };
+            AdapterError {
+                retryable,
+                ..AdapterError::new(code, format!("Nessie at {url} (reference `{reference}`): {e}"))
+            }
+            .with_help(help)
+        })
     }
 
     fn views_catalog(&self) -> &str {
@@ -208,7 +237,9 @@ impl TrinoEngine {
             })
             .await;
         drop(tracked);
-        result.map_err(|e| classify(&e, sql, model, &self.settings.url))
+        let result = result.map_err(|e| classify(&e, sql, model, &self.settings.url))?;
+        inflight.finished(statistics(&result));
+        Ok(result)
     }
 
     async fn run_all(
@@ -388,11 +419,13 @@ impl TrinoEngine {
             .remove(0);
         let comment = existing.as_ref().and_then(|(_, c)| c.as_deref());
         if comment.is_some_and(|c| full_build_committed(c, job)) {
+            let (output_identity, physical_state) = self.written(&target).await?;
             return Ok(MaterializeOutcome {
                 rows: self.count(&target, inflight).await?,
                 already_committed: true,
                 write: Some("already committed".into()),
-                output_identity: self.identity(&target).await?,
+                output_identity,
+                physical_state,
             });
         }
         let existing_view = existing.is_some_and(|(info, _)| info.kind == RelationKind::View);
@@ -403,10 +436,12 @@ impl TrinoEngine {
         // A view of the same model left in the views catalog from before it became a table.
         self.drop_stray_view(&job.relation).await?;
         let rows = results.iter().rev().find_map(|r| r.update_count);
+        let (output_identity, physical_state) = self.written(&target).await?;
         Ok(MaterializeOutcome {
             rows,
             write: Some("full".into()),
-            output_identity: self.identity(&target).await?,
+            output_identity,
+            physical_state,
             ..MaterializeOutcome::default()
         })
     }
@@ -580,15 +615,17 @@ impl TrinoEngine {
             .map_err(|e| AdapterError::new(codes::CATALOG_UNAVAILABLE, e.to_string()))
     }
 
-    async fn identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
-        Ok(self.iceberg_state(relation).await?.map(|s| {
-            format!(
-                "iceberg:snapshot:{},schema:{}",
-                s.current_snapshot_id
-                    .map_or_else(|| "none".to_owned(), |id| id.to_string()),
-                s.current_schema_id
-            )
-        }))
+    /// The output identity and physical state of the table at `relation` after a write, from
+    /// one read of its Iceberg metadata.
+    async fn written(
+        &self,
+        relation: &Relation,
+    ) -> Result<(Option<String>, Option<Value>), AdapterError> {
+        let state = self.iceberg_state(relation).await?;
+        Ok((
+            state.as_ref().map(identity),
+            state.as_ref().map(physical_state),
+        ))
     }
 
     /// The statements of an incremental write into the existing table, given its columns:
@@ -747,8 +784,58 @@ fn column_aliases(job: &MaterializeJob) -> String {
     format!(" ({})", list(&job.columns, ""))
 }
 
+/// The output identity of a table: its current snapshot and schema (SPEC §39). Another
+/// write, through phlo-transform or not, moves the snapshot.
+fn identity(s: &IcebergTableState) -> String {
+    format!(
+        "iceberg:snapshot:{},schema:{}",
+        s.current_snapshot_id
+            .map_or_else(|| "none".to_owned(), |id| id.to_string()),
+        s.current_schema_id
+    )
+}
+
+/// What the metadata says of a written table (SPEC §69), as recorded with its
+/// materialisation and shown by `inspect`.
+fn physical_state(s: &IcebergTableState) -> Value {
+    let current = s.current_snapshot();
+    serde_json::json!({
+        "format": "iceberg",
+        "format_version": s.format_version,
+        "table_uuid": s.table_uuid,
+        "metadata_location": s.metadata_location,
+        "snapshot_id": s.current_snapshot_id,
+        "snapshot_timestamp_ms": current.map(|c| c.timestamp_ms),
+        "snapshot_operation": current.map(|c| c.operation.as_str()),
+        "snapshots": s.snapshots.len(),
+        "schema_id": s.current_schema_id,
+        "partition_spec": {
+            "spec_id": s.default_spec_id,
+            "fields": s.partition_fields.iter().map(|f| serde_json::json!({
+                "name": f.name,
+                "transform": f.transform,
+                "source": f.source,
+            })).collect::<Vec<_>>(),
+        },
+        "properties": s.properties,
+    })
+}
+
+/// Trino's statistics of a finished query, for the attempt's record.
+fn statistics(result: &QueryResult) -> QueryStatistics {
+    QueryStatistics {
+        id: QueryId(result.id.clone()),
+        rows: result.stats.processed_rows,
+        bytes: result.stats.processed_bytes,
+        cpu_ms: result.stats.cpu_time_millis,
+        wall_ms: result.stats.elapsed_time_millis,
+        written_rows: result.update_count,
+    }
+}
+
 fn unavailable(url: &Url, e: &TrinoError) -> AdapterError {
     AdapterError::retryable(codes::ADAPTER_UNAVAILABLE, format!("Trino at {url}: {e}"))
+        .with_help("start Trino (scripts/services.sh up) or check [adapter] url, user and password_env")
 }
 
 /// A Trino failure as an adapter error: the code by what failed, retryable only where the
@@ -943,7 +1030,8 @@ impl Adapter for TrinoEngine {
         Ok(MaterializeOutcome {
             rows,
             write: Some(write.into()),
-            output_identity: self.identity(&target).await?,
+            output_identity: after.as_ref().map(identity),
+            physical_state: after.as_ref().map(physical_state),
             ..MaterializeOutcome::default()
         })
     }
@@ -1008,7 +1096,7 @@ impl Adapter for TrinoEngine {
     }
 
     async fn output_identity(&self, relation: &Relation) -> Result<Option<String>, AdapterError> {
-        self.identity(relation).await
+        Ok(self.iceberg_state(relation).await?.as_ref().map(identity))
     }
 
     fn statements(&self, job: &MaterializeJob) -> Result<Vec<String>, AdapterError> {

@@ -355,6 +355,7 @@ fn inputs<'a>(
         built_strategies: Box::leak(Box::default()),
         freshness: &[],
         adoptable: Box::leak(Box::default()),
+        output_identities: Box::leak(Box::default()),
     }
 }
 
