@@ -526,7 +526,10 @@ fn snapshots(schema: &str, table: &str) -> u64 {
 #[test]
 fn a_run_killed_mid_write_resumes_with_one_snapshot_per_generation() {
     let schema = unique("killed");
-    let _cleanup = [DropSchema(schema.clone()), DropSchema(format!("{schema}_src"))];
+    let _cleanup = [
+        DropSchema(schema.clone()),
+        DropSchema(format!("{schema}_src")),
+    ];
     let src = format!("iceberg.{schema}_src.events");
     trino(&format!("CREATE SCHEMA iceberg.{schema}_src"));
     trino(&format!(

@@ -27,7 +27,8 @@ pub fn drop_schema(schema: &str) -> Result<(), String> {
 
 fn drop_now(schema: &str) -> Result<(), String> {
     let url = Url::parse(&super::trino_env::trino_url()).map_err(|e| e.to_string())?;
-    let client = Trino::new(TrinoConfig::new(url, "phlo-test-cleanup")).map_err(|e| e.to_string())?;
+    let client =
+        Trino::new(TrinoConfig::new(url, "phlo-test-cleanup")).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

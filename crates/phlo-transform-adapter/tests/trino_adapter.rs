@@ -2,11 +2,11 @@
 //! `scripts/services.sh up` starts (catalogs `iceberg` on Nessie, `views`, `tpch`, `memory`).
 //! A test that cannot reach them fails.
 
+#[path = "../../../tests/warehouse/trino_cleanup.rs"]
+mod trino_cleanup;
 #[path = "../../../tests/warehouse/trino_env.rs"]
 #[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
 mod trino_env;
-#[path = "../../../tests/warehouse/trino_cleanup.rs"]
-mod trino_cleanup;
 
 use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;

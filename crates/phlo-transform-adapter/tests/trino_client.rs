@@ -2,11 +2,11 @@
 //! (PHLO_TEST_TRINO_URL, PHLO_TEST_NESSIE_URL, PHLO_TEST_ICEBERG_LOCAL_ROOT override where).
 //! A test that cannot reach them fails: it does not skip.
 
+#[path = "../../../tests/warehouse/trino_cleanup.rs"]
+mod trino_cleanup;
 #[path = "../../../tests/warehouse/trino_env.rs"]
 #[allow(dead_code)] // the workspace `[adapter]` section is for the root tests
 mod trino_env;
-#[path = "../../../tests/warehouse/trino_cleanup.rs"]
-mod trino_cleanup;
 
 use phlo_transform_adapter::trino::client::{FailureKind, Trino, TrinoConfig};
 use phlo_transform_lakehouse::nessie::{Content, Nessie, NessieErrorKind};

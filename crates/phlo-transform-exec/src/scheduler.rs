@@ -372,11 +372,14 @@ impl<'a> Scheduler<'a> {
         };
         {
             let r = &mut self.results[i];
-            r.queries
-                .extend(queries.into_iter().map(|query| crate::report::AttemptQuery {
-                    attempt: ended.attempt,
-                    query,
-                }));
+            r.queries.extend(
+                queries
+                    .into_iter()
+                    .map(|query| crate::report::AttemptQuery {
+                        attempt: ended.attempt,
+                        query,
+                    }),
+            );
             r.attempts = ended.attempt;
             r.finished_at = Some(ended.finished_at);
             r.duration_ms = Some(ended.duration_ms);

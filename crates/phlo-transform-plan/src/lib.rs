@@ -707,7 +707,8 @@ fn decide(
             vec![Reason::new(ReasonKind::AdapterChange, detail, None)],
         );
     }
-    if let (Some(recorded), Some(live)) = (&rec.output_identity, inputs.output_identities.get(&m.id))
+    if let (Some(recorded), Some(live)) =
+        (&rec.output_identity, inputs.output_identities.get(&m.id))
     {
         if recorded != live {
             return (

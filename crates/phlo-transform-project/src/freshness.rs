@@ -48,7 +48,9 @@ impl Freshness {
         };
         match (freshness, timestamp_column) {
             (None, None) => Ok(None),
-            (None, Some(_)) => Err("timestamp_column is only used with freshness (e.g. freshness = \"6h\")".into()),
+            (None, Some(_)) => {
+                Err("timestamp_column is only used with freshness (e.g. freshness = \"6h\")".into())
+            }
             (Some(age), column) => Ok(Some(Freshness {
                 max_age: age.to_string(),
                 max_age_seconds: parse_duration(age)?,

@@ -4,8 +4,8 @@
 
 use crate::testing::PgTestDb;
 use crate::{
-    open, AttemptRecord, MaterializedVersion, NodeRecord, QueryRecord, RecordedColumn, RunRecord, StateLocation,
-    StateStore,
+    open, AttemptRecord, MaterializedVersion, NodeRecord, QueryRecord, RecordedColumn, RunRecord,
+    StateLocation, StateStore,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;

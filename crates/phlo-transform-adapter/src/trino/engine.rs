@@ -155,7 +155,10 @@ impl TrinoEngine {
             };
             AdapterError {
                 retryable,
-                ..AdapterError::new(code, format!("Nessie at {url} (reference `{reference}`): {e}"))
+                ..AdapterError::new(
+                    code,
+                    format!("Nessie at {url} (reference `{reference}`): {e}"),
+                )
             }
             .with_help(help)
         })
@@ -834,8 +837,9 @@ fn statistics(result: &QueryResult) -> QueryStatistics {
 }
 
 fn unavailable(url: &Url, e: &TrinoError) -> AdapterError {
-    AdapterError::retryable(codes::ADAPTER_UNAVAILABLE, format!("Trino at {url}: {e}"))
-        .with_help("start Trino (scripts/services.sh up) or check [adapter] url, user and password_env")
+    AdapterError::retryable(codes::ADAPTER_UNAVAILABLE, format!("Trino at {url}: {e}")).with_help(
+        "start Trino (scripts/services.sh up) or check [adapter] url, user and password_env",
+    )
 }
 
 /// A Trino failure as an adapter error: the code by what failed, retryable only where the
