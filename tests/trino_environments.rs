@@ -229,7 +229,10 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
     assert_eq!(decisions["assay.results"], "build");
     assert_eq!(decisions["reporting.by_site"], "build");
     let reuse = plan["models"][0]["reasons"][0]["detail"].as_str().unwrap();
-    assert!(reuse.contains("still has identity iceberg:snapshot:"), "{reuse}");
+    assert!(
+        reuse.contains("still has identity iceberg:snapshot:"),
+        "{reuse}"
+    );
 
     let failing = run(root, &["run", "--ref", &dev, "--json"]);
     assert_eq!(failing.code, 1, "{}\n{}", failing.stdout, failing.stderr);
@@ -246,7 +249,11 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
         results_in(&catalog, &schema),
         ["exp-001=12.0", "exp-002=9.0", "exp-003=15.0"]
     );
-    assert_ne!(nessie_head(&dev).unwrap(), base_hash, "the writes are commits on the branch");
+    assert_ne!(
+        nessie_head(&dev).unwrap(),
+        base_hash,
+        "the writes are commits on the branch"
+    );
 
     // The failing test blocks promotion, with the gate named; nothing is published.
     let blocked = run(root, &["promote", &dev, "--to", "main", "--json"]);
@@ -265,13 +272,38 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
     results(root, "result * 2");
     let fixed = ok(root, &["run", "--ref", &dev, "--json"]);
     assert_eq!(by_name(&fixed, "status")["assay.results"], "passed");
-    let checked = ok(root, &["promote", &dev, "--to", "main", "--check", "--json"]);
+    let checked = ok(
+        root,
+        &["promote", &dev, "--to", "main", "--check", "--json"],
+    );
     assert_eq!(checked["promoted"], false);
     assert!(
-        checked["gates"].as_array().unwrap().iter().all(|g| g["passed"] == true),
+        checked["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["passed"] == true),
         "{checked}"
     );
     assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+
+    // A candidate that advanced after its audit is refused: a commit on its branch outside a
+    // run moves its head past the head its run was bound to.
+    trino(&format!(
+        "CREATE TABLE {catalog}.{schema}.outside AS SELECT 1 AS x"
+    ));
+    let advanced = run(root, &["promote", &dev, "--to", "main", "--json"]);
+    assert_eq!(advanced.code, 1, "{}\n{}", advanced.stdout, advanced.stderr);
+    assert_eq!(gate(&advanced.json(), "run")["passed"], false);
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+    // Run again, it is audited at its head as it is now (nothing to build).
+    let rerun = ok(root, &["run", "--ref", &dev, "--json"]);
+    assert!(
+        by_name(&rerun, "status")
+            .values()
+            .all(|s| s == "cached" || s == "skipped"),
+        "{rerun}"
+    );
 
     // Published: main's branch is the audited candidate head; main reads the new rows.
     let audited = nessie_head(&dev).unwrap();
@@ -287,12 +319,17 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
     // Main's records followed: planning main finds everything current.
     let main_plan = ok(root, &["plan", "--json"]);
     assert!(
-        by_name(&main_plan, "decision").values().all(|d| d != "build"),
+        by_name(&main_plan, "decision")
+            .values()
+            .all(|d| d != "build"),
         "{main_plan}"
     );
 
     // Rollback: main's branch back at the head the promotion replaced.
-    let rolled = ok(root, &["rollback", "--ref", "main", "--to", &promotion, "--json"]);
+    let rolled = ok(
+        root,
+        &["rollback", "--ref", "main", "--to", &promotion, "--json"],
+    );
     assert_eq!(rolled["hash_after"], base_hash.as_str());
     assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
     assert_eq!(results_in(&main.catalog, &schema), original);

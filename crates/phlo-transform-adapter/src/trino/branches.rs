@@ -90,7 +90,11 @@ impl Branches {
             nessie,
             nessie_url: url.to_string(),
             trino,
-            warehouse: target.settings.nessie.as_ref().and_then(|n| n.warehouse.clone()),
+            warehouse: target
+                .settings
+                .nessie
+                .as_ref()
+                .and_then(|n| n.warehouse.clone()),
             settings,
             main_branch,
             target: target.clone(),
@@ -170,7 +174,9 @@ impl Branches {
             if e.kind == NessieErrorKind::AlreadyExists {
                 AdapterError::new(
                     codes::REF_EXISTS,
-                    format!("Nessie already has a branch `{name}` that phlo-transform did not create"),
+                    format!(
+                        "Nessie already has a branch `{name}` that phlo-transform did not create"
+                    ),
                 )
             } else {
                 failed(&format!("creating branch `{name}`"), &e)
@@ -178,7 +184,8 @@ impl Branches {
         })?;
         let catalog = self.catalog_of(name);
         let provisioned = async {
-            self.sql(&format!("DROP CATALOG IF EXISTS {catalog}")).await?;
+            self.sql(&format!("DROP CATALOG IF EXISTS {catalog}"))
+                .await?;
             self.create_catalog(name).await
         }
         .await;
@@ -209,9 +216,15 @@ impl Branches {
         };
         let mut properties = vec![
             ("iceberg.catalog.type", "nessie".to_string()),
-            ("iceberg.nessie-catalog.uri", self.nessie_url.trim_end_matches('/').to_string()),
+            (
+                "iceberg.nessie-catalog.uri",
+                self.nessie_url.trim_end_matches('/').to_string(),
+            ),
             ("iceberg.nessie-catalog.ref", self.branch_of(name)),
-            ("iceberg.nessie-catalog.default-warehouse-dir", warehouse.clone()),
+            (
+                "iceberg.nessie-catalog.default-warehouse-dir",
+                warehouse.clone(),
+            ),
         ];
         if let Some(root) = &self.settings.local_root {
             properties.push(("fs.native-local.enabled", "true".into()));
@@ -238,7 +251,9 @@ impl Branches {
         };
         match self.nessie.delete_branch(&branch).await {
             Ok(()) => {}
-            Err(e) if e.kind == NessieErrorKind::Conflict => return Err(MoveError::Moved(e.message)),
+            Err(e) if e.kind == NessieErrorKind::Conflict => {
+                return Err(MoveError::Moved(e.message))
+            }
             Err(e) if e.kind == NessieErrorKind::NotFound => {}
             Err(e) => {
                 return Err(MoveError::Failed(failed(
@@ -321,7 +336,10 @@ impl Branches {
         self.trino.execute(sql).await.map(|_| ()).map_err(|e| {
             AdapterError::new(
                 codes::BRANCH_UNAVAILABLE,
-                format!("Trino refused `{}`: {e}", sql.split(" WITH ").next().unwrap_or(sql)),
+                format!(
+                    "Trino refused `{}`: {e}",
+                    sql.split(" WITH ").next().unwrap_or(sql)
+                ),
             )
         })
     }

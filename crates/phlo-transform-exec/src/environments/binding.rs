@@ -31,7 +31,17 @@ pub struct Binding {
     /// `None`: `main` before any environment was created from it (its own tables, latest).
     pub record: Option<RefRecord>,
     /// On Trino + Nessie: the candidate's branch, its catalog and live table identities.
-    pub branch: Option<super::branches::BranchBinding>,
+    pub branch: Option<BranchBinding>,
+}
+
+/// What a command bound to a candidate branch on Trino + Nessie opens and proves
+/// (`environments::branches`).
+pub struct BranchBinding {
+    pub(crate) branches: Arc<phlo_transform_adapter::trino::branches::Branches>,
+    /// The target with the candidate's catalog and branch.
+    pub target: phlo_transform_project::AdapterTarget,
+    /// The identity of each inherited model's table on the branch now, by model name.
+    pub(crate) identities: HashMap<String, Option<String>>,
 }
 
 /// Records an environment reads from another environment's tables, and their proofs.

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::binding::BranchBinding;
 use super::promote::{schema_gate, Gate, Promotion};
 use super::rollback::{find_promotion, Rollback};
 use super::{
@@ -34,15 +35,6 @@ use super::{
 use crate::{RunReport, WriterLease};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// What a command bound to a candidate branch opens and proves.
-pub struct BranchBinding {
-    pub(crate) branches: Arc<Branches>,
-    /// The target with the candidate's catalog and branch.
-    pub target: phlo_transform_project::AdapterTarget,
-    /// The identity of each inherited model's table on the branch now, by model name.
-    pub(crate) identities: HashMap<String, Option<String>>,
-}
 
 /// A reference as it is now: the record (its hash the branch's head) and the hash its state
 /// row has (`None` for `main`, which has no row).
@@ -94,7 +86,10 @@ impl Environments {
         let gone = || {
             Diagnostic::error(
                 codes::BRANCH_UNAVAILABLE,
-                format!("Nessie has no branch `{}` (reference `{name}`)", b.branch_of(name)),
+                format!(
+                    "Nessie has no branch `{}` (reference `{name}`)",
+                    b.branch_of(name)
+                ),
             )
             .with_help("the branch was deleted outside phlo-transform: `ref delete` the reference")
         };
@@ -168,7 +163,11 @@ impl Environments {
 
     /// `ref create`: the Nessie branch at the base's head, its catalog, and the record of its
     /// provenance. A branch of that name that phlo-transform did not create is refused.
-    pub(crate) async fn branch_create(&self, name: &str, from: &str) -> Result<RefRecord, Diagnostic> {
+    pub(crate) async fn branch_create(
+        &self,
+        name: &str,
+        from: &str,
+    ) -> Result<RefRecord, Diagnostic> {
         check_ref_name(name)?;
         if name == MAIN
             || self
@@ -271,7 +270,10 @@ impl Environments {
             .filter(|p| p.built_in != live.record.environment)
             .map(|p| p.model_name.as_str())
             .collect();
-        let identities = b.identities(name, &inherited).await.map_err(adapter_error)?;
+        let identities = b
+            .identities(name, &inherited)
+            .await
+            .map_err(adapter_error)?;
         Ok(Binding {
             reference: name.to_string(),
             environment: live.record.environment.clone(),
@@ -359,7 +361,9 @@ impl Environments {
         if to != MAIN {
             return Err(Diagnostic::error(
                 codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("promoting into `{to}`: on Trino + Nessie candidates are promoted into `main`"),
+                format!(
+                    "promoting into `{to}`: on Trino + Nessie candidates are promoted into `main`"
+                ),
             )
             .with_help("`promote <candidate> --to main`"));
         }
@@ -367,7 +371,10 @@ impl Environments {
         let target = self.live(to).await?;
         let mut gates = self.run_gates(&candidate.record).await?;
         gates.push(schema_gate(&candidate.record, &target.record));
-        gates.extend(self.branch_base_gates(&candidate.record, &target.record).await?);
+        gates.extend(
+            self.branch_base_gates(&candidate.record, &target.record)
+                .await?,
+        );
         let mut promotion = Promotion {
             promoted: false,
             from: from.to_string(),
@@ -400,7 +407,11 @@ impl Environments {
     ) -> Result<Vec<Gate>, Diagnostic> {
         let Some(from) = &candidate.created_from else {
             return Ok(vec![
-                Gate::new("base", false, format!("`{}` has no recorded provenance", candidate.name)),
+                Gate::new(
+                    "base",
+                    false,
+                    format!("`{}` has no recorded provenance", candidate.name),
+                ),
                 Gate::new("conflicts", false, "no recorded base to compare against"),
             ]);
         };
@@ -419,7 +430,12 @@ impl Environments {
             Gate::new(
                 "base",
                 true,
-                format!("`{}` (Nessie branch `{}`) is still at {}", target.name, b.branch_of(&target.name), target.hash),
+                format!(
+                    "`{}` (Nessie branch `{}`) is still at {}",
+                    target.name,
+                    b.branch_of(&target.name),
+                    target.hash
+                ),
             )
         } else {
             Gate::new(
@@ -444,7 +460,11 @@ impl Environments {
             Gate::new(
                 "conflicts",
                 true,
-                format!("no table changed on both branches ({} changed on `{}`)", ours.len(), candidate.name),
+                format!(
+                    "no table changed on both branches ({} changed on `{}`)",
+                    ours.len(),
+                    candidate.name
+                ),
             )
         } else {
             Gate::new(
@@ -469,7 +489,10 @@ impl Environments {
         promotion: &Promotion,
     ) -> Result<String, Diagnostic> {
         let b = self.branches();
-        if b.head(&candidate.name).await.map_err(adapter_error)?.as_deref()
+        if b.head(&candidate.name)
+            .await
+            .map_err(adapter_error)?
+            .as_deref()
             != Some(candidate.hash.as_str())
         {
             return Err(stale(&format!(
@@ -488,7 +511,8 @@ impl Environments {
                     ),
                 )
             })?;
-        let (from_catalog, to_catalog) = (b.catalog_of(&candidate.name), b.catalog_of(&target.name));
+        let (from_catalog, to_catalog) =
+            (b.catalog_of(&candidate.name), b.catalog_of(&target.name));
         let put = candidate
             .pointers
             .values()
@@ -572,7 +596,10 @@ impl Environments {
                 .reassign(MAIN, &current.hash, &before.hash)
                 .await
                 .map_err(|e| {
-                    move_error(e, &format!("`{reference}` moved while it was being rolled back"))
+                    move_error(
+                        e,
+                        &format!("`{reference}` moved while it was being rolled back"),
+                    )
                 })?;
             let rollback = Rollback {
                 rollback_id: uuid::Uuid::now_v7().simple().to_string(),
