@@ -23,6 +23,10 @@
 #            view definitions of any warehouse; a view there reads `iceberg.<schema>.<table>`.
 #   tpch     Trino's generated TPC-H data (tpch.tiny.lineitem, ...), a read-only source.
 #   memory   Trino's memory connector, for scratch tables.
+# Catalogs are dynamic (catalog.management=dynamic): `CREATE CATALOG` adds one while Trino runs.
+# Environments use it for a candidate's branch-bound catalog (phlo_<ref>_<hash>: Iceberg on the
+# candidate's Nessie branch; docs/environments.md). Such a catalog lasts until Trino restarts (this
+# script rewrites the catalog directory); phlo-transform creates a missing one again.
 # Nessie keeps its commits in memory: every start of Nessie is an empty catalog, so starting it
 # also empties the warehouse directory and the views catalog (they would point at lost tables).
 set -euo pipefail
@@ -190,6 +194,7 @@ coordinator=true
 node-scheduler.include-coordinator=true
 http-server.http.port=$TRINO_PORT
 discovery.uri=http://127.0.0.1:$TRINO_PORT
+catalog.management=dynamic
 EOF
     cat >"$etc/node.properties" <<EOF
 node.environment=phlo
@@ -306,8 +311,10 @@ up)
     fi
     ;;
 down)
+    # `if`, not `&&`: a service not named must not leave the loop (and the script) at status 1,
+    # or `services.sh down trino && services.sh up trino` never starts it again.
     for service in trino nessie; do
-        [[ " ${services[*]} " == *" $service "* ]] && stop "$service"
+        if [[ " ${services[*]} " == *" $service "* ]]; then stop "$service"; fi
     done
     ;;
 status)

@@ -9,7 +9,7 @@ use phlo_transform_exec::environments::report::{
 use phlo_transform_exec::environments::Environments;
 
 use super::render::{fatal, Output};
-use super::{open_state, Paths, EXIT_FAILURES, EXIT_OK};
+use super::{Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Subcommand)]
 pub enum RefCommand {
@@ -32,10 +32,7 @@ pub enum RefCommand {
 }
 
 async fn environments(paths: &Paths) -> Result<Environments, Diagnostic> {
-    Ok(Environments::new(
-        open_state(paths).await?,
-        &paths.warehouse,
-    ))
+    paths.target().environments().await
 }
 
 pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
@@ -56,7 +53,8 @@ pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
                 .unwrap_or(phlo_transform_exec::environments::MAIN);
             match (envs.get(name).await, envs.events(name).await) {
                 (Ok(r), Ok(events)) => {
-                    out.report(&RefDetail::new(&r, &paths.warehouse, events));
+                    let branch = envs.branch_and_catalog(&r.name);
+                    out.report(&RefDetail::new(&r, &paths.warehouse, events, branch));
                     Ok(())
                 }
                 (Err(d), _) | (_, Err(d)) => Err(d),
@@ -64,7 +62,12 @@ pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
         }
         RefCommand::Create { name, from } => envs.create(&name, &from).await.map(|r| {
             out.report(&RefCreated {
-                detail: RefDetail::new(&r, &paths.warehouse, Vec::new()),
+                detail: RefDetail::new(
+                    &r,
+                    &paths.warehouse,
+                    Vec::new(),
+                    envs.branch_and_catalog(&r.name),
+                ),
                 from,
             })
         }),

@@ -11,7 +11,7 @@ use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::environments::{bind_target, local_default_schema, Binding};
+use crate::environments::{bind_target, local_default_schema, Binding, MAIN};
 
 /// Where the workspace at `root` keeps its local files: the artifacts (`.phlo/transform/`),
 /// the embedded engine's warehouse (`.phlo/warehouse/`) and the state store: the one `state`
@@ -83,6 +83,14 @@ impl CommandTarget<'_> {
             .map_err(|e| self.state.unavailable(e))
     }
 
+    /// The environments of the workspace (`ref`, `promote`, `rollback`): Nessie branches when
+    /// the target is Trino (`[adapter.nessie]` required), else the embedded engine's.
+    pub async fn environments(&self) -> Result<crate::environments::Environments, Diagnostic> {
+        let store = self.open_state().await?;
+        let target = Workspace::load(self.root)?.adapter_target(self.adapter)?;
+        crate::environments::for_target(store, self.warehouse, &target, self.root)
+    }
+
     /// The environment `--ref` names (default main) when the target has environments (the
     /// local engine); `None` on other adapters without `--ref`.
     pub async fn bind(
@@ -91,6 +99,28 @@ impl CommandTarget<'_> {
         store: Arc<dyn StateStore>,
     ) -> Result<Option<Binding>, Diagnostic> {
         let target = c.workspace.adapter_target(self.adapter)?;
+        if target.kind() == "trino" {
+            // `main` is the target's own catalog and branch: no binding, as before environments.
+            let Some(name) = self.reference.filter(|r| *r != MAIN) else {
+                return Ok(None);
+            };
+            if let Some(view) = c
+                .models
+                .iter()
+                .find(|m| m.materialization == phlo_transform_project::Materialization::View)
+            {
+                return Err(Diagnostic::error(
+                    codes::ENVIRONMENTS_UNSUPPORTED,
+                    format!(
+                        "--ref {name}: view model `{}` cannot be built on a Trino candidate: views live in the views catalog, which Nessie branches do not version",
+                        view.name.as_str()
+                    ),
+                )
+                .with_help("run view models on main only, or make them tables (`@table`)"));
+            }
+            let envs = crate::environments::for_target(store, self.warehouse, &target, self.root)?;
+            return envs.bind(Some(name), None).await.map(Some);
+        }
         bind_target(
             store,
             self.warehouse,
@@ -113,6 +143,10 @@ impl CommandTarget<'_> {
             let target = c.workspace.adapter_target(self.adapter)?;
             return phlo_transform_adapter::open_diagnosed(&target, self.root, c, purpose).await;
         };
+        if let Some(branch) = &binding.branch {
+            return phlo_transform_adapter::open_diagnosed(&branch.target, self.root, c, purpose)
+                .await;
+        }
         let (engine, problems) = binding.open_engine(c, purpose).await;
         Ok((
             engine,

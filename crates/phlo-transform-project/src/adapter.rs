@@ -45,6 +45,9 @@ pub struct NessieSection {
     /// The reference Trino's catalog is on (`iceberg.nessie-catalog.ref`); `main` by default.
     #[serde(rename = "ref")]
     pub reference: Option<String>,
+    /// The default warehouse directory of the catalogs of candidate environments
+    /// (`iceberg.nessie-catalog.default-warehouse-dir`, e.g. `local:///iceberg`).
+    pub warehouse: Option<String>,
 }
 
 /// The adapter types this build knows.

@@ -32,6 +32,12 @@ impl Report for RefDetail {
         let _ = writeln!(out, "Reference:   {}", s.name);
         let _ = writeln!(out, "Hash:        {}", s.hash);
         let _ = writeln!(out, "Environment: {}", s.environment);
+        if let (Some(branch), Some(catalog)) = (&self.branch, &self.catalog) {
+            let _ = writeln!(
+                out,
+                "Branch:      {branch} (Nessie), read through catalog {catalog}"
+            );
+        }
         if let Some(f) = &s.created_from {
             let _ = writeln!(out, "Created from: {}@{}", f.reference, f.hash);
         }

@@ -649,8 +649,13 @@ codes! {
     }
     ENVIRONMENTS_UNSUPPORTED = "Y015" {
         summary: "Environments are not available for this adapter or command.",
-        help: "Environments run on the embedded local engine; drop --ref for other adapters and for commands that do not take it.",
-        explanation: "Virtual environments (pointers to Delta tables) exist on the local engine; Trino + Nessie branches are not implemented yet. Commands that do not read an environment refuse --ref rather than ignore it.",
+        help: "Environments run on the embedded local engine and on Trino with [adapter.nessie]; drop --ref for other adapters and for commands that do not take it.",
+        explanation: "Virtual environments (pointers to Delta tables) exist on the local engine; on Trino an environment is a Nessie branch, which needs [adapter.nessie]. Trino candidates hold tables only (no view models) and take no table time travel. Commands that do not read an environment refuse --ref rather than ignore it.",
+    }
+    BRANCH_UNAVAILABLE = "Y016" {
+        summary: "A Nessie branch or its Trino catalog could not be created, read or changed.",
+        help: "Check that Nessie answers, that Trino runs with catalog.management=dynamic, and [adapter.nessie] warehouse.",
+        explanation: "On Trino + Nessie a reference is a Nessie branch and a candidate is written through a catalog bound to it (phlo_<ref>_<hash>, created with CREATE CATALOG); the error names the Nessie or Trino operation that failed.",
     }
 }
 

@@ -30,6 +30,18 @@ pub struct Binding {
     pub(crate) default_schema: Option<String>,
     /// `None`: `main` before any environment was created from it (its own tables, latest).
     pub record: Option<RefRecord>,
+    /// On Trino + Nessie: the candidate's branch, its catalog and live table identities.
+    pub branch: Option<BranchBinding>,
+}
+
+/// What a command bound to a candidate branch on Trino + Nessie opens and proves
+/// (`environments::branches`).
+pub struct BranchBinding {
+    pub(crate) branches: Arc<phlo_transform_adapter::trino::branches::Branches>,
+    /// The target with the candidate's catalog and branch.
+    pub target: phlo_transform_project::AdapterTarget,
+    /// The identity of each inherited model's table on the branch now, by model name.
+    pub(crate) identities: HashMap<String, Option<String>>,
 }
 
 /// Records an environment reads from another environment's tables, and their proofs.
@@ -140,6 +152,17 @@ impl Binding {
             if p.built_in == self.environment {
                 continue;
             }
+            if let Some(b) = &self.branch {
+                out.records.insert(id.clone(), p.record.clone());
+                out.adoptable.insert(
+                    id.clone(),
+                    Adoptable {
+                        environment: p.built_in.clone(),
+                        identity: self.branch_proof(b, p),
+                    },
+                );
+                continue;
+            }
             let path = self.warehouse.join(&p.location);
             let identity = match (p.kind.as_str(), p.delta_version) {
                 ("view", _) if path.is_file() => {
@@ -186,9 +209,21 @@ impl Binding {
         if self.record.is_none() {
             return Ok(None);
         }
+        if let Some(b) = &self.branch {
+            let envs = Environments {
+                store: store.clone(),
+                warehouse: self.warehouse.clone(),
+                branches: Some(b.branches.clone()),
+            };
+            return envs
+                .branch_commit_run(&self.reference, report)
+                .await
+                .map(Some);
+        }
         let envs = Environments {
             store: store.clone(),
             warehouse: self.warehouse.clone(),
+            branches: None,
         };
         let current = envs.get(&self.reference).await?;
         let records = store
@@ -241,6 +276,9 @@ impl Environments {
         default_schema: Option<&str>,
     ) -> Result<Binding, Diagnostic> {
         let name = reference.unwrap_or(MAIN);
+        if self.branches.is_some() && name != MAIN {
+            return self.branch_bind(name).await;
+        }
         let recorded = self.store.refs().await.map_err(state_error)?;
         let record = recorded.into_iter().find(|r| r.name == name);
         if record.is_none() && name != MAIN {
@@ -255,13 +293,15 @@ impl Environments {
             own_root: self.warehouse.join(own_dir(name)),
             default_schema: default_schema.map(str::to_string),
             record,
+            branch: None,
         })
     }
 }
 
 /// The environment a command on an adapter of kind `adapter_kind` runs in: `None` for
 /// adapters without environments (their one environment, as before) unless `--ref` named one,
-/// which is Y015 there: environments exist on the local engine only.
+/// which is Y015 there: environments exist on the local engine (and on Trino + Nessie, bound
+/// by `CommandTarget::bind`).
 pub async fn bind_target(
     store: Arc<dyn StateStore>,
     warehouse: &Path,
@@ -274,9 +314,9 @@ pub async fn bind_target(
             None => Ok(None),
             Some(r) => Err(Diagnostic::error(
                 codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("--ref {r}: adapter `{adapter_kind}` has no environments yet"),
+                format!("--ref {r}: adapter `{adapter_kind}` has no environments"),
             )
-            .with_help("environments run on the embedded local engine (`--adapter local`)")),
+            .with_help("environments run on the embedded local engine (`--adapter local`) and on Trino with [adapter.nessie]")),
         };
     }
     Environments::new(store, warehouse)

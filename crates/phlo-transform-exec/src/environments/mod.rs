@@ -11,11 +11,13 @@
 //! (records its pointers), and from then on every run of `main` moves its pointers forward.
 
 pub(crate) mod binding;
+pub mod branches;
 pub mod promote;
 pub mod report;
 pub mod rollback;
 
 pub use binding::{bind_target, Binding};
+pub use branches::for_target;
 
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -38,6 +40,8 @@ const REFS_DIR: &str = ".refs";
 pub struct Environments {
     pub(crate) store: Arc<dyn StateStore>,
     pub(crate) warehouse: PathBuf,
+    /// On Trino + Nessie: the branches references are ([`branches`]).
+    pub(crate) branches: Option<Arc<phlo_transform_adapter::trino::branches::Branches>>,
 }
 
 pub(crate) fn now() -> String {
@@ -117,11 +121,15 @@ impl Environments {
         Environments {
             store,
             warehouse: warehouse.to_path_buf(),
+            branches: None,
         }
     }
 
     /// Every recorded reference; `main` is listed even before it is pinned.
     pub async fn list(&self) -> Result<Vec<RefRecord>, Diagnostic> {
+        if self.branches.is_some() {
+            return self.branch_list().await;
+        }
         let mut refs = self.store.refs().await.map_err(state_error)?;
         if !refs.iter().any(|r| r.name == MAIN) {
             refs.insert(0, self.unpinned_main().await?);
@@ -131,6 +139,9 @@ impl Environments {
 
     /// The reference `name` (Y007 when there is none).
     pub async fn get(&self, name: &str) -> Result<RefRecord, Diagnostic> {
+        if self.branches.is_some() {
+            return Ok(self.live(name).await?.record);
+        }
         self.find(name).await?.ok_or_else(|| unknown_ref(name))
     }
 
@@ -216,6 +227,9 @@ impl Environments {
     /// base and its hash recorded as `created_from`. Pins `main` first when it is the base
     /// and has no record yet.
     pub async fn create(&self, name: &str, from: &str) -> Result<RefRecord, Diagnostic> {
+        if self.branches.is_some() {
+            return self.branch_create(name, from).await;
+        }
         check_ref_name(name)?;
         if name == MAIN {
             return Err(exists(name));
@@ -273,14 +287,11 @@ impl Environments {
     /// its own root that no other reference or recorded promotion still points at. `main` is
     /// refused (Y009).
     pub async fn delete(&self, name: &str) -> Result<RefRecord, Diagnostic> {
+        if self.branches.is_some() {
+            return self.branch_delete(name).await;
+        }
         if name == MAIN {
-            return Err(Diagnostic::error(
-                codes::MAIN_REF_PROTECTED,
-                "refusing to delete `main`: it is the published environment and the default base",
-            )
-            .with_help(
-                "roll it back instead: `phlo-transform rollback --ref main --to <promotion>`",
-            ));
+            return Err(main_protected());
         }
         let record = self.get(name).await?;
         let records = self
@@ -386,7 +397,15 @@ pub(crate) fn unknown_ref(name: &str) -> Diagnostic {
         .with_help("`phlo-transform ref list` shows the references")
 }
 
-fn exists(name: &str) -> Diagnostic {
+pub(crate) fn main_protected() -> Diagnostic {
+    Diagnostic::error(
+        codes::MAIN_REF_PROTECTED,
+        "refusing to delete `main`: it is the published environment and the default base",
+    )
+    .with_help("roll it back instead: `phlo-transform rollback --ref main --to <promotion>`")
+}
+
+pub(crate) fn exists(name: &str) -> Diagnostic {
     Diagnostic::error(
         codes::REF_EXISTS,
         format!("reference `{name}` already exists"),

@@ -23,7 +23,7 @@ pub struct Gate {
 }
 
 impl Gate {
-    fn new(name: &'static str, passed: bool, detail: impl Into<String>) -> Self {
+    pub(super) fn new(name: &'static str, passed: bool, detail: impl Into<String>) -> Self {
         Gate {
             name,
             passed,
@@ -101,6 +101,9 @@ impl Environments {
             )
             .with_help("promote a candidate into its base: `promote <candidate> --to main`"));
         }
+        if self.branches.is_some() {
+            return self.branch_promote(from, to, check).await;
+        }
         let candidate = self.get(from).await?;
         let target = self.get(to).await?;
         let gates = self.gates(&candidate, &target).await?;
@@ -142,7 +145,7 @@ impl Environments {
 
     /// `run`, `tests`, `blocked`: from the candidate's last run, which must be bound to the
     /// candidate's current hash (a candidate that advanced since its run is unaudited).
-    async fn run_gates(&self, candidate: &RefRecord) -> Result<Vec<Gate>, Diagnostic> {
+    pub(super) async fn run_gates(&self, candidate: &RefRecord) -> Result<Vec<Gate>, Diagnostic> {
         let Some(bound) = &candidate.run else {
             let none = format!(
                 "`{}` has no run: `run --ref {}` first",
@@ -300,7 +303,7 @@ impl Environments {
 
 /// `schema`: every model whose pointer differs keeps the target's columns and types (an added
 /// column is fine); unknown columns fail closed.
-fn schema_gate(candidate: &RefRecord, target: &RefRecord) -> Gate {
+pub(super) fn schema_gate(candidate: &RefRecord, target: &RefRecord) -> Gate {
     let mut breaks = Vec::new();
     for (id, p) in &candidate.pointers {
         let Some(old) = target.pointers.get(id) else {

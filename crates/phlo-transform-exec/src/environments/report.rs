@@ -52,9 +52,10 @@ pub struct RefList {
 pub struct PointerRow {
     pub model: String,
     pub kind: String,
-    /// Relative to the warehouse root.
+    /// Relative to the warehouse root; on Trino + Nessie the table's key (`schema.table`).
     pub location: String,
-    pub path: PathBuf,
+    /// The Delta table folder (the embedded engine; `None` on Trino + Nessie).
+    pub path: Option<PathBuf>,
     pub delta_version: Option<i64>,
     pub identity: Option<String>,
     /// The reference whose run wrote the table.
@@ -68,6 +69,11 @@ pub struct PointerRow {
 pub struct RefDetail {
     #[serde(flatten)]
     pub summary: RefSummary,
+    /// On Trino + Nessie: the Nessie branch and the Trino catalog it is read through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
     pub pointers: Vec<PointerRow>,
     pub run: Option<RunBinding>,
     /// Promotions into and rollbacks of it, most recent first.
@@ -75,9 +81,20 @@ pub struct RefDetail {
 }
 
 impl RefDetail {
-    pub fn new(r: &RefRecord, warehouse: &Path, events: Vec<RefEvent>) -> Self {
+    /// `warehouse`: the embedded engine's root; `branch`: on Trino + Nessie, the branch and
+    /// catalog instead.
+    pub fn new(
+        r: &RefRecord,
+        warehouse: &Path,
+        events: Vec<RefEvent>,
+        branch: Option<(String, String)>,
+    ) -> Self {
+        let on_branch = branch.is_some();
+        let (branch, catalog) = branch.unzip();
         RefDetail {
             summary: RefSummary::new(r),
+            branch,
+            catalog,
             pointers: r
                 .pointers
                 .values()
@@ -85,7 +102,7 @@ impl RefDetail {
                     model: p.model_name.clone(),
                     kind: p.kind.clone(),
                     location: p.location.clone(),
-                    path: warehouse.join(&p.location),
+                    path: (!on_branch).then(|| warehouse.join(&p.location)),
                     delta_version: p.delta_version,
                     identity: p.identity.clone(),
                     built_in: p.built_in.clone(),

@@ -30,6 +30,39 @@ pub struct Rollback {
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The promotion into `reference` that `promotion` names: an id, a unique prefix of one, or
+/// the target hash it started from (Y013 when none or several match).
+pub(crate) fn find_promotion<'e>(
+    events: &'e [RefEvent],
+    reference: &str,
+    promotion: &str,
+) -> Result<&'e RefEvent, Diagnostic> {
+    let matching: Vec<&RefEvent> = events
+        .iter()
+        .filter(|e| e.kind == "promotion" && e.reference == reference)
+        .filter(|e| {
+            e.event_id.starts_with(promotion)
+                || e.body.get("to_hash_before").and_then(|h| h.as_str()) == Some(promotion)
+        })
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Diagnostic::error(
+            codes::UNKNOWN_PROMOTION,
+            format!("no promotion into `{reference}` matches `{promotion}`"),
+        )
+        .with_help("`phlo-transform ref show <ref> --json` lists its promotions")),
+        _ => Err(Diagnostic::error(
+            codes::UNKNOWN_PROMOTION,
+            format!(
+                "`{promotion}` matches {} promotions into `{reference}`",
+                matching.len()
+            ),
+        )
+        .with_help("pass more of the promotion id")),
+    }
+}
+
 impl Environments {
     /// `rollback --ref <ref> --to <promotion>`: the pointers (and records) the promotion
     /// replaced, restored. `promotion` is a promotion id, a unique prefix of one, or the
@@ -39,35 +72,11 @@ impl Environments {
         reference: &str,
         promotion: &str,
     ) -> Result<Rollback, Diagnostic> {
+        if self.branches.is_some() {
+            return self.branch_rollback(reference, promotion).await;
+        }
         let events = self.store.ref_events().await.map_err(state_error)?;
-        let matching: Vec<&RefEvent> = events
-            .iter()
-            .filter(|e| e.kind == "promotion" && e.reference == reference)
-            .filter(|e| {
-                e.event_id.starts_with(promotion)
-                    || e.body.get("to_hash_before").and_then(|h| h.as_str()) == Some(promotion)
-            })
-            .collect();
-        let event = match matching.as_slice() {
-            [one] => *one,
-            [] => {
-                return Err(Diagnostic::error(
-                    codes::UNKNOWN_PROMOTION,
-                    format!("no promotion into `{reference}` matches `{promotion}`"),
-                )
-                .with_help("`phlo-transform ref show <ref> --json` lists its promotions"))
-            }
-            _ => {
-                return Err(Diagnostic::error(
-                    codes::UNKNOWN_PROMOTION,
-                    format!(
-                        "`{promotion}` matches {} promotions into `{reference}`",
-                        matching.len()
-                    ),
-                )
-                .with_help("pass more of the promotion id"))
-            }
-        };
+        let event = find_promotion(&events, reference, promotion)?;
         let before: RefRecord =
             serde_json::from_value(event.body["before"].clone()).map_err(|e| {
                 Diagnostic::error(
@@ -88,6 +97,13 @@ impl Environments {
         model: &str,
         version: i64,
     ) -> Result<Rollback, Diagnostic> {
+        if self.branches.is_some() {
+            return Err(Diagnostic::error(
+                codes::ENVIRONMENTS_UNSUPPORTED,
+                format!("rollback {model} --to {version}: table time travel is not implemented on Trino + Nessie"),
+            )
+            .with_help("roll the environment back instead: `rollback --ref main --to <promotion>`"));
+        }
         let current = self.get(reference).await?;
         let Some((id, p)) = current.pointers.iter().find(|(_, p)| p.model_name == model) else {
             return Err(Diagnostic::error(

@@ -1,0 +1,409 @@
+//! Environments on Trino + Nessie (issue 16 item 2, SPEC §44–48), end to end through the real
+//! binary on the Trino 476 and Nessie 0.99 that `scripts/services.sh up` starts (Trino with
+//! `catalog.management=dynamic`): a reference is a Nessie branch, a candidate is written
+//! through its own catalog, `main` is read back untouched through its catalog, a failing test
+//! blocks `promote` with the gate named, the fixed candidate is published (main's branch moved
+//! to the audited head), rollback moves it back, and of two concurrent promotions one wins.
+//!
+//! The workspace's `main` is a Nessie branch and catalog of this test's own (`[adapter.nessie]
+//! ref`), so other tests committing to Nessie's `main` at the same time cannot move it.
+
+mod common;
+#[path = "warehouse/trino_env.rs"]
+#[allow(dead_code)]
+mod trino_env;
+
+use common::{by_name, run, write_file};
+use phlo_transform_adapter::trino::client::{Trino, TrinoConfig};
+use serde_json::Value;
+use std::path::Path;
+use trino_env::{local_root, nessie_url, trino_url, unique};
+use url::Url;
+
+const RESULTS: &str = "workflows/assay/transforms/results.sql";
+const WAREHOUSE_DIR: &str = "local:///iceberg";
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn trino(sql: &str) -> Vec<Vec<Value>> {
+    let client = Trino::new(TrinoConfig::new(
+        Url::parse(&trino_url()).unwrap(),
+        "phlo-env-test-reader",
+    ))
+    .unwrap();
+    block_on(client.execute(sql))
+        .unwrap_or_else(|e| panic!("{e}: {sql}"))
+        .rows
+}
+
+/// The head of Nessie branch `branch`, or `None` when there is none.
+fn nessie_head(branch: &str) -> Option<String> {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", &format!("{}/trees/{branch}", nessie_url())])
+        .output()
+        .expect("curl runs");
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["reference"]["hash"].as_str().map(str::to_string)
+}
+
+fn nessie(method: &str, path: &str, body: &Value) -> Value {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-X", method, "-H", "Content-Type: application/json"])
+        .args(["-d", &body.to_string(), &format!("{}/{path}", nessie_url())])
+        .output()
+        .expect("curl runs");
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// This test's `main`: a Nessie branch from Nessie's main, and a catalog on it.
+struct Main {
+    branch: String,
+    catalog: String,
+}
+
+impl Main {
+    fn create() -> Main {
+        let branch = unique("envmain");
+        let catalog = branch.clone();
+        let head = nessie_head("main").expect("Nessie answers");
+        let created = nessie(
+            "POST",
+            &format!("trees?name={branch}&type=BRANCH"),
+            &serde_json::json!({"type": "BRANCH", "name": "main", "hash": head}),
+        );
+        assert_eq!(created["reference"]["name"], branch.as_str(), "{created}");
+        trino(&format!(
+            "CREATE CATALOG {catalog} USING iceberg WITH (\"iceberg.catalog.type\" = 'nessie', \
+             \"iceberg.nessie-catalog.uri\" = '{}', \"iceberg.nessie-catalog.ref\" = '{branch}', \
+             \"iceberg.nessie-catalog.default-warehouse-dir\" = '{WAREHOUSE_DIR}', \
+             \"fs.native-local.enabled\" = 'true', \"local.location\" = '{}')",
+            nessie_url(),
+            local_root().display()
+        ));
+        Main { branch, catalog }
+    }
+}
+
+impl Drop for Main {
+    fn drop(&mut self) {
+        let client = Trino::new(TrinoConfig::new(
+            Url::parse(&trino_url()).unwrap(),
+            "phlo-env-test-reader",
+        ))
+        .unwrap();
+        let _ = block_on(client.execute(&format!("DROP CATALOG IF EXISTS {}", self.catalog)));
+        if let Some(head) = nessie_head(&self.branch) {
+            let _ = std::process::Command::new("curl")
+                .args(["-sS", "-X", "DELETE"])
+                .arg(format!("{}/trees/{}@{head}", nessie_url(), self.branch))
+                .output();
+        }
+    }
+}
+
+/// raw → results → by_site; raw → sites; a test on results; models in schema `schema`. The
+/// results are doubles, so `result * 2` keeps the column's type (a decimal would widen, which the
+/// `schema` gate reports).
+fn workspace(main: &Main, schema: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_file(
+        root,
+        "phlo.toml",
+        &format!(
+            "[adapter]\ntype = \"trino\"\nurl = \"{}\"\nuser = \"phlo-env-test\"\ncatalog = \"{}\"\n\
+             default_schema = \"{schema}\"\nlocal_root = \"{}\"\n\n[adapter.nessie]\nurl = \"{}\"\n\
+             ref = \"{}\"\nwarehouse = \"{WAREHOUSE_DIR}\"\n",
+            trino_url(),
+            main.catalog,
+            local_root().display(),
+            nessie_url(),
+            main.branch,
+        ),
+    );
+    write_file(
+        root,
+        "workflows/assay/transforms/raw.sql",
+        "-- @table\nselect experiment_id, site, cast(result as double) as result from (values ('exp-001', 'oxford', 4.0), ('exp-002', 'oxford', 3.0), ('exp-003', 'cambridge', 5.0)) as t(experiment_id, site, result)\n",
+    );
+    results(root, "result");
+    write_file(
+        root,
+        "workflows/reporting/transforms/by_site.sql",
+        "-- @table\nselect site, sum(result) as total from assay.results group by site\n",
+    );
+    write_file(
+        root,
+        "workflows/reporting/transforms/sites.sql",
+        "-- @table\nselect distinct site from assay.raw\n",
+    );
+    write_file(
+        root,
+        "tests/results_below_twelve.sql",
+        "select * from assay.results where result >= 12\n",
+    );
+    dir
+}
+
+fn results(root: &Path, expression: &str) {
+    write_file(
+        root,
+        RESULTS,
+        &format!("-- @table\nselect experiment_id, site, {expression} as result from assay.raw\n"),
+    );
+}
+
+fn ok(root: &Path, args: &[&str]) -> Value {
+    let out = run(root, args);
+    assert_eq!(out.code, 0, "{args:?}:\n{}\n{}", out.stdout, out.stderr);
+    out.json()
+}
+
+/// `experiment_id=result` of `assay.results` read through `catalog`, by Trino.
+fn results_in(catalog: &str, schema: &str) -> Vec<String> {
+    trino(&format!(
+        "SELECT experiment_id, result FROM {catalog}.{schema}.assay__results ORDER BY 1"
+    ))
+    .into_iter()
+    .map(|r| format!("{}={:.1}", r[0].as_str().unwrap(), r[1].as_f64().unwrap()))
+    .collect()
+}
+
+fn gate<'a>(promotion: &'a Value, name: &str) -> &'a Value {
+    promotion["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == name)
+        .unwrap_or_else(|| panic!("no gate {name}: {promotion}"))
+}
+
+fn hash(root: &Path, reference: &str) -> String {
+    ok(root, &["ref", "show", reference, "--json"])["hash"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
+    let main = Main::create();
+    let schema = unique("envs");
+    let dir = workspace(&main, &schema);
+    let root = dir.path();
+    ok(root, &["run", "--json"]);
+    let original = ["exp-001=4.0", "exp-002=3.0", "exp-003=5.0"];
+    assert_eq!(results_in(&main.catalog, &schema), original);
+
+    // A reference is a Nessie branch at its base's head, with a catalog bound to it.
+    let dev = unique("dev");
+    let created = ok(root, &["ref", "create", &dev, "--from", "main", "--json"]);
+    let base_hash = nessie_head(&main.branch).unwrap();
+    assert_eq!(created["hash"], base_hash.as_str());
+    assert_eq!(created["created_from"]["hash"], base_hash.as_str());
+    assert_eq!(nessie_head(&dev).as_deref(), Some(base_hash.as_str()));
+    let catalog = created["catalog"].as_str().unwrap().to_string();
+    assert!(catalog.starts_with("phlo_dev_"), "{created}");
+    assert_eq!(hash(root, "main"), base_hash);
+    let listed = ok(root, &["ref", "list", "--json"]);
+    let names: Vec<&str> = listed["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["main", dev.as_str()]);
+
+    // One model changes (and breaks the test): only it and its dependent build on the branch.
+    results(root, "result * 3");
+    let plan = ok(root, &["plan", "--ref", &dev, "--json"]);
+    let decisions = by_name(&plan, "decision");
+    assert_eq!(decisions["assay.raw"], "cached", "{plan}");
+    assert_eq!(decisions["reporting.sites"], "cached");
+    assert_eq!(decisions["assay.results"], "build");
+    assert_eq!(decisions["reporting.by_site"], "build");
+    let reuse = plan["models"][0]["reasons"][0]["detail"].as_str().unwrap();
+    assert!(
+        reuse.contains("still has identity iceberg:snapshot:"),
+        "{reuse}"
+    );
+
+    let failing = run(root, &["run", "--ref", &dev, "--json"]);
+    assert_eq!(failing.code, 1, "{}\n{}", failing.stdout, failing.stderr);
+    let statuses = by_name(&failing.json(), "status");
+    assert_eq!(statuses["assay.raw"], "cached");
+    assert_eq!(statuses["reporting.sites"], "cached");
+    assert_eq!(statuses["assay.results"], "passed");
+    assert_eq!(statuses["reporting.by_site"], "passed");
+
+    // Main is untouched: its branch head, and its table read back through its catalog.
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+    assert_eq!(results_in(&main.catalog, &schema), original);
+    assert_eq!(
+        results_in(&catalog, &schema),
+        ["exp-001=12.0", "exp-002=9.0", "exp-003=15.0"]
+    );
+    assert_ne!(
+        nessie_head(&dev).unwrap(),
+        base_hash,
+        "the writes are commits on the branch"
+    );
+
+    // The failing test blocks promotion, with the gate named; nothing is published.
+    let blocked = run(root, &["promote", &dev, "--to", "main", "--json"]);
+    assert_eq!(blocked.code, 1, "{}\n{}", blocked.stdout, blocked.stderr);
+    let blocked = blocked.json();
+    assert_eq!(blocked["promoted"], false);
+    assert_eq!(gate(&blocked, "tests")["passed"], false);
+    assert!(gate(&blocked, "tests")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("results_below_twelve"));
+    assert_eq!(gate(&blocked, "base")["passed"], true);
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+
+    // Fixed: the candidate runs again, the gates pass, --check publishes nothing.
+    results(root, "result * 2");
+    let fixed = ok(root, &["run", "--ref", &dev, "--json"]);
+    assert_eq!(by_name(&fixed, "status")["assay.results"], "passed");
+    let checked = ok(
+        root,
+        &["promote", &dev, "--to", "main", "--check", "--json"],
+    );
+    assert_eq!(checked["promoted"], false);
+    assert!(
+        checked["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["passed"] == true),
+        "{checked}"
+    );
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+
+    // A candidate that advanced after its audit is refused: a commit on its branch outside a
+    // run moves its head past the head its run was bound to.
+    trino(&format!(
+        "CREATE TABLE {catalog}.{schema}.outside AS SELECT 1 AS x"
+    ));
+    let advanced = run(root, &["promote", &dev, "--to", "main", "--json"]);
+    assert_eq!(advanced.code, 1, "{}\n{}", advanced.stdout, advanced.stderr);
+    assert_eq!(gate(&advanced.json(), "run")["passed"], false);
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+    // Run again, it is audited at its head as it is now (nothing to build).
+    let rerun = ok(root, &["run", "--ref", &dev, "--json"]);
+    assert!(
+        by_name(&rerun, "status")
+            .values()
+            .all(|s| s == "cached" || s == "skipped"),
+        "{rerun}"
+    );
+
+    // Published: main's branch is the audited candidate head; main reads the new rows.
+    let audited = nessie_head(&dev).unwrap();
+    let promoted = ok(root, &["promote", &dev, "--to", "main", "--json"]);
+    assert_eq!(promoted["promoted"], true, "{promoted}");
+    assert_eq!(promoted["from_hash"], audited.as_str());
+    let promotion = promoted["promotion_id"].as_str().unwrap().to_string();
+    assert_eq!(nessie_head(&main.branch).unwrap(), audited);
+    let doubled = ["exp-001=8.0", "exp-002=6.0", "exp-003=10.0"];
+    assert_eq!(results_in(&main.catalog, &schema), doubled);
+    let shown = ok(root, &["ref", "show", "main", "--json"]);
+    assert_eq!(shown["events"][0]["event_id"], promotion.as_str());
+    // Main's records followed: planning main finds everything current.
+    let main_plan = ok(root, &["plan", "--json"]);
+    assert!(
+        by_name(&main_plan, "decision")
+            .values()
+            .all(|d| d != "build"),
+        "{main_plan}"
+    );
+
+    // Rollback: main's branch back at the head the promotion replaced.
+    let rolled = ok(
+        root,
+        &["rollback", "--ref", "main", "--to", &promotion, "--json"],
+    );
+    assert_eq!(rolled["hash_after"], base_hash.as_str());
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+    assert_eq!(results_in(&main.catalog, &schema), original);
+
+    // main is never deleted; a candidate's branch and catalog go with it.
+    let refused = run(root, &["ref", "delete", "main", "--json"]);
+    assert_eq!(refused.code, 2);
+    assert_eq!(refused.json()["diagnostics"][0]["code"], "Y009");
+    ok(root, &["ref", "delete", &dev, "--json"]);
+    assert_eq!(nessie_head(&dev), None);
+    let catalogs = trino("SHOW CATALOGS");
+    assert!(!catalogs.iter().any(|r| r[0] == catalog.as_str()));
+    assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
+}
+
+#[test]
+fn of_two_concurrent_promotions_one_wins_and_the_other_is_refused() {
+    let main = Main::create();
+    let schema = unique("envs");
+    let dir = workspace(&main, &schema);
+    let root = dir.path();
+    ok(root, &["run", "--json"]);
+    let (a, b) = (unique("cand_a"), unique("cand_b"));
+    ok(root, &["ref", "create", &a, "--from", "main", "--json"]);
+    ok(root, &["ref", "create", &b, "--from", "main", "--json"]);
+    results(root, "result * 2");
+    ok(root, &["run", "--ref", &a, "--json"]);
+    ok(root, &["run", "--ref", &b, "--json"]);
+    let base_hash = nessie_head(&main.branch).unwrap();
+
+    let spawn = |name: &str| {
+        std::process::Command::new(common::bin())
+            .arg("-C")
+            .arg(root)
+            .args(["promote", name, "--to", "main", "--json"])
+            .env_remove("PHLO_STATE_URL")
+            .output()
+            .expect("binary runs")
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let first = s.spawn(|| spawn(&a));
+        let second = s.spawn(|| spawn(&b));
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    let codes = [first.status.code(), second.status.code()];
+    let won: Vec<usize> = (0..2).filter(|i| codes[*i] == Some(0)).collect();
+    assert_eq!(
+        won.len(),
+        1,
+        "exactly one wins: {codes:?}\n{}\n{}\n{}\n{}",
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr),
+        String::from_utf8_lossy(&second.stdout),
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let (winner, loser, loser_out) = if won[0] == 0 {
+        (&a, &b, &second)
+    } else {
+        (&b, &a, &first)
+    };
+    let said = String::from_utf8_lossy(&loser_out.stdout);
+    assert!(
+        said.contains("Y012") || said.contains("Y011"),
+        "the loser is refused as stale or by its base gate: {said}"
+    );
+    // Main is exactly the winner's audited head; the loser is kept.
+    let winner_head = nessie_head(winner).unwrap();
+    assert_ne!(winner_head, base_hash);
+    assert_eq!(nessie_head(&main.branch).unwrap(), winner_head);
+    assert!(nessie_head(loser).is_some());
+    // Evaluated again, the loser's base gate names the move.
+    let again = run(root, &["promote", loser, "--to", "main", "--json"]);
+    assert_eq!(again.code, 1);
+    assert_eq!(gate(&again.json(), "base")["passed"], false);
+    ok(root, &["ref", "delete", &a, "--json"]);
+    ok(root, &["ref", "delete", &b, "--json"]);
+}
