@@ -2,12 +2,20 @@
 //! differs from any value), floats within an absolute tolerance, everything else exact
 //! (decimals included: `1.10` and `1.1` of one decimal type are the same value).
 
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, GenericByteArray, GenericByteViewArray,
+    UInt32Array,
+};
+use datafusion::arrow::buffer::{BooleanBuffer, NullBuffer};
 use datafusion::arrow::compute::kernels::cmp::distinct;
-use datafusion::arrow::compute::{and_not, cast};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::compute::{and_not, cast, take};
+use datafusion::arrow::datatypes::{
+    ArrowNativeType, BinaryViewType, ByteArrayType, ByteViewType, DataType, Float32Type,
+    Float64Type, GenericBinaryType, GenericStringType, StringViewType,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::row::{RowConverter, SortField};
+use std::cmp::Ordering;
 
 /// `true` where `base[i]` and `candidate[i]` differ. No nulls in the result.
 pub fn changed(
@@ -57,6 +65,165 @@ fn changed_by_rows(base: &ArrayRef, candidate: &ArrayRef) -> Result<BooleanArray
     Ok((0..base.len())
         .map(|i| Some(b.row(i) != c.row(i)))
         .collect())
+}
+
+/// Per pair `i`, whether `base[base_rows[i]]` and `candidate[cand_rows[i]]` differ, by the
+/// rules of `changed`, read in place: primitives by their bits (which is how `distinct`
+/// compares floats: total order, NaN equal to NaN), strings and binaries by their bytes.
+/// Other types gather the pairs and use `changed`.
+pub fn changed_at(
+    base: &ArrayRef,
+    base_rows: &[u32],
+    candidate: &ArrayRef,
+    cand_rows: &[u32],
+    tolerance: Option<f64>,
+) -> Result<BooleanBuffer, ArrowError> {
+    let at = Pairs {
+        base_rows,
+        cand_rows,
+        base_nulls: base.logical_nulls(),
+        cand_nulls: candidate.logical_nulls(),
+    };
+    let same_type = base.data_type() == candidate.data_type();
+    Ok(match (base.data_type(), tolerance) {
+        _ if !same_type => gathered(base, base_rows, candidate, cand_rows, tolerance)?,
+        (DataType::Float64, Some(t)) => {
+            let (b, c) = (
+                base.as_primitive::<Float64Type>(),
+                candidate.as_primitive::<Float64Type>(),
+            );
+            at.collect(|x, y| {
+                let (x, y) = (b.value(x), c.value(y));
+                x.to_bits() != y.to_bits() && beyond(x - y, t)
+            })
+        }
+        (DataType::Float32, Some(t)) => {
+            let (b, c) = (
+                base.as_primitive::<Float32Type>(),
+                candidate.as_primitive::<Float32Type>(),
+            );
+            at.collect(|x, y| {
+                let (x, y) = (b.value(x), c.value(y));
+                x.to_bits() != y.to_bits() && beyond(x as f64 - y as f64, t)
+            })
+        }
+        (_, Some(_)) => gathered(base, base_rows, candidate, cand_rows, tolerance)?,
+        (DataType::Boolean, None) => {
+            let (b, c) = (base.as_boolean(), candidate.as_boolean());
+            at.collect(|x, y| b.value(x) != c.value(y))
+        }
+        (DataType::Utf8, None) => bytes::<GenericStringType<i32>>(&at, base, candidate),
+        (DataType::LargeUtf8, None) => bytes::<GenericStringType<i64>>(&at, base, candidate),
+        (DataType::Binary, None) => bytes::<GenericBinaryType<i32>>(&at, base, candidate),
+        (DataType::LargeBinary, None) => bytes::<GenericBinaryType<i64>>(&at, base, candidate),
+        (DataType::Utf8View, None) => views::<StringViewType>(&at, base, candidate),
+        (DataType::BinaryView, None) => views::<BinaryViewType>(&at, base, candidate),
+        // Intervals' native types are structs, not as aligned as their width.
+        (DataType::Interval(_), None) => gathered(base, base_rows, candidate, cand_rows, None)?,
+        (DataType::Decimal128(_, _), None) => fixed::<i128>(&at, base, candidate),
+        (t, None) => match t.primitive_width() {
+            Some(1) => fixed::<u8>(&at, base, candidate),
+            Some(2) => fixed::<u16>(&at, base, candidate),
+            Some(4) => fixed::<u32>(&at, base, candidate),
+            Some(8) => fixed::<u64>(&at, base, candidate),
+            _ => gathered(base, base_rows, candidate, cand_rows, None)?,
+        },
+    })
+}
+
+/// Is the difference `d` beyond the tolerance `t`? (NaN always is, as in `changed`.)
+fn beyond(d: f64, t: f64) -> bool {
+    !matches!(
+        d.abs().partial_cmp(&t),
+        Some(Ordering::Less | Ordering::Equal)
+    )
+}
+
+/// The matched pairs of rows and both sides' nulls.
+struct Pairs<'a> {
+    base_rows: &'a [u32],
+    cand_rows: &'a [u32],
+    base_nulls: Option<NullBuffer>,
+    cand_nulls: Option<NullBuffer>,
+}
+
+impl Pairs<'_> {
+    /// NULL-safe: a pair differs when one side is NULL and the other not, or both are values
+    /// and `differ` says so.
+    fn collect(&self, differ: impl Fn(usize, usize) -> bool) -> BooleanBuffer {
+        let n = self.base_rows.len();
+        let (br, cr) = (self.base_rows, self.cand_rows);
+        match (&self.base_nulls, &self.cand_nulls) {
+            (None, None) => {
+                BooleanBuffer::collect_bool(n, |i| differ(br[i] as usize, cr[i] as usize))
+            }
+            (bn, cn) => BooleanBuffer::collect_bool(n, |i| {
+                let (x, y) = (br[i] as usize, cr[i] as usize);
+                let xv = bn.as_ref().is_none_or(|b| b.is_valid(x));
+                let yv = cn.as_ref().is_none_or(|c| c.is_valid(y));
+                xv != yv || (xv && differ(x, y))
+            }),
+        }
+    }
+}
+
+/// Fixed-width values compared by their bits (`T` as wide as the type).
+fn fixed<T: ArrowNativeType>(
+    at: &Pairs<'_>,
+    base: &ArrayRef,
+    candidate: &ArrayRef,
+) -> BooleanBuffer {
+    let (b, c) = (base.to_data(), candidate.to_data());
+    let (b, c) = (b.buffer::<T>(0), c.buffer::<T>(0));
+    at.collect(|x, y| b[x] != c[y])
+}
+
+fn bytes<T: ByteArrayType>(at: &Pairs<'_>, base: &ArrayRef, candidate: &ArrayRef) -> BooleanBuffer {
+    let b: &GenericByteArray<T> = base.as_bytes::<T>();
+    let c: &GenericByteArray<T> = candidate.as_bytes::<T>();
+    at.collect(|x, y| {
+        let (x, y): (&[u8], &[u8]) = (b.value(x).as_ref(), c.value(y).as_ref());
+        x != y
+    })
+}
+
+/// View arrays: the 16-byte views first (length and prefix, or the whole value when it is
+/// at most 12 bytes), then the bytes.
+fn views<T: ByteViewType>(at: &Pairs<'_>, base: &ArrayRef, candidate: &ArrayRef) -> BooleanBuffer {
+    let b: &GenericByteViewArray<T> = base.as_byte_view::<T>();
+    let c: &GenericByteViewArray<T> = candidate.as_byte_view::<T>();
+    let (bv, cv) = (b.views(), c.views());
+    at.collect(|x, y| {
+        let (vx, vy) = (bv[x], cv[y]);
+        if vx as u64 != vy as u64 {
+            return true; // length or prefix
+        }
+        let len = vx as u32;
+        if len <= 12 {
+            // Inline: the bytes after the length, up to the length (padding ignored).
+            let mask = (1u128 << (len * 8)) - 1;
+            return (vx >> 32) & mask != (vy >> 32) & mask;
+        }
+        let (x, y): (&[u8], &[u8]) = (b.value(x).as_ref(), c.value(y).as_ref());
+        x != y
+    })
+}
+
+/// Any other type: the pairs gathered, then compared by `changed`.
+fn gathered(
+    base: &ArrayRef,
+    base_rows: &[u32],
+    candidate: &ArrayRef,
+    cand_rows: &[u32],
+    tolerance: Option<f64>,
+) -> Result<BooleanBuffer, ArrowError> {
+    let b = take(base, &UInt32Array::from(base_rows.to_vec()), None)?;
+    let c = take(candidate, &UInt32Array::from(cand_rows.to_vec()), None)?;
+    let differs = changed(&b, &c, tolerance)?;
+    Ok(match differs.nulls() {
+        Some(nulls) => differs.values() & nulls.inner(),
+        None => differs.values().clone(),
+    })
 }
 
 #[cfg(test)]
@@ -115,5 +282,163 @@ mod tests {
             trues(&changed(&d(vec![10000, 10001]), &d(vec![10000, 10000]), None).unwrap()),
             [false, true]
         );
+    }
+
+    /// Reading pairs in place agrees with gathering them and comparing whole columns, for
+    /// every type the in-place comparison covers and one it does not (a list).
+    #[test]
+    fn in_place_agrees_with_gathered() {
+        use datafusion::arrow::array::{
+            BooleanArray, Float32Array, Int32Array, ListArray, StringViewArray,
+        };
+        use datafusion::arrow::datatypes::Int32Type;
+        let long = "a string longer than twelve bytes";
+        let longer = "a string longer than twelve bytez";
+        let cases: Vec<(ArrayRef, ArrayRef, Option<f64>)> = vec![
+            (
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4)])),
+                Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(5)])),
+                None,
+            ),
+            (
+                Arc::new(Float64Array::from(vec![
+                    Some(1.0),
+                    Some(f64::NAN),
+                    Some(-0.0),
+                    None,
+                ])),
+                Arc::new(Float64Array::from(vec![
+                    Some(1.0005),
+                    Some(f64::NAN),
+                    Some(0.0),
+                    None,
+                ])),
+                Some(0.001),
+            ),
+            (
+                Arc::new(Float64Array::from(vec![
+                    Some(1.0),
+                    Some(f64::NAN),
+                    Some(-0.0),
+                    None,
+                ])),
+                Arc::new(Float64Array::from(vec![
+                    Some(1.0005),
+                    Some(1.0),
+                    Some(0.0),
+                    Some(2.0),
+                ])),
+                None,
+            ),
+            (
+                Arc::new(Float32Array::from(vec![
+                    Some(1.0),
+                    Some(2.0),
+                    None,
+                    Some(4.0),
+                ])),
+                Arc::new(Float32Array::from(vec![
+                    Some(1.0004),
+                    Some(2.5),
+                    None,
+                    Some(f32::NAN),
+                ])),
+                Some(0.001),
+            ),
+            (
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    None,
+                    Some(long),
+                    Some("b"),
+                ])),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    Some(""),
+                    Some(longer),
+                    None,
+                ])),
+                None,
+            ),
+            (
+                Arc::new(StringViewArray::from(vec![
+                    Some("a"),
+                    Some(long),
+                    Some(long),
+                    None,
+                    Some("twelve bytes"),
+                ])),
+                Arc::new(StringViewArray::from(vec![
+                    Some("a"),
+                    Some(longer),
+                    Some(long),
+                    None,
+                    Some("twelve byteZ"),
+                ])),
+                None,
+            ),
+            (
+                Arc::new(BooleanArray::from(vec![
+                    Some(true),
+                    None,
+                    Some(false),
+                    Some(true),
+                ])),
+                Arc::new(BooleanArray::from(vec![
+                    Some(true),
+                    Some(false),
+                    Some(true),
+                    None,
+                ])),
+                None,
+            ),
+            (
+                Arc::new(
+                    Decimal128Array::from(vec![Some(10000), Some(10001), None, Some(5)])
+                        .with_precision_and_scale(10, 4)
+                        .unwrap(),
+                ),
+                Arc::new(
+                    Decimal128Array::from(vec![Some(10000), Some(10000), None, None])
+                        .with_precision_and_scale(10, 4)
+                        .unwrap(),
+                ),
+                None,
+            ),
+            (
+                Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+                    Some(vec![Some(1)]),
+                    None,
+                    Some(vec![Some(2), None]),
+                ])),
+                Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+                    Some(vec![Some(1)]),
+                    Some(vec![]),
+                    Some(vec![Some(2), None]),
+                ])),
+                None,
+            ),
+            (
+                Arc::new(Int32Array::from(vec![1, 2, 3, 4, 5, 6]).slice(2, 4)),
+                Arc::new(Int32Array::from(vec![Some(3), None, Some(5), Some(7)])),
+                None,
+            ),
+        ];
+        for (b, c, tolerance) in cases {
+            let (nb, nc) = (b.len() as u32, c.len() as u32);
+            // Every pair of rows, in both orders.
+            let base_rows: Vec<u32> = (0..nb).flat_map(|x| (0..nc).map(move |_| x)).collect();
+            let cand_rows: Vec<u32> = (0..nb).flat_map(|_| 0..nc).collect();
+            let in_place = changed_at(&b, &base_rows, &c, &cand_rows, tolerance).unwrap();
+            let gb = take(&b, &UInt32Array::from(base_rows.clone()), None).unwrap();
+            let gc = take(&c, &UInt32Array::from(cand_rows.clone()), None).unwrap();
+            let whole = changed(&gb, &gc, tolerance).unwrap();
+            assert_eq!(
+                in_place.iter().collect::<Vec<_>>(),
+                trues(&whole),
+                "{} with tolerance {tolerance:?}",
+                b.data_type()
+            );
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! The keyed comparison: a key index over the base side, the candidate side streamed
 //! against it.
 //!
-//! The base side is collected (aligned batches, concatenated once) and indexed by key: one
-//! `hashbrown::HashTable` per partition of the key hash, built in parallel, holding row
-//! numbers and keys encoded in Arrow's row format (so equality is NULL-safe and covers
-//! composite keys of any scalar types). Each candidate batch is hashed, and every partition
-//! probes, gathers and compares its own rows on its own thread. Candidate batches are not
-//! kept: only the keys the base lacks and the rows a sample or `--output` needs.
+//! The base side is indexed by key while it is read: each batch's keys are packed into a
+//! `u128` (fixed-width keys that fit, see `keys`) or encoded in Arrow's row format, and
+//! inserted into one `hashbrown::HashTable` per partition of the key hash, the partitions on
+//! their own threads; equality is NULL-safe and covers composite keys of any scalar types.
+//! The base batches are kept (concatenated once at the end) for the value comparison. Each
+//! candidate batch is hashed, and every partition probes and compares its own rows on its
+//! own thread, reading the matched values in place. Candidate batches are not kept: only
+//! the keys the base lacks and the rows a sample or `--output` needs.
 //!
 //! A candidate row costs one probe: a key the base has is counted on its base entry (which
 //! also finds a key the candidate repeats), and only a key the base lacks (an added row)
@@ -17,10 +19,14 @@
 //! part in added/removed/modified. A candidate key found repeated after its first
 //! occurrence was already counted has that outcome retracted.
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, filter_record_batch, or, take_record_batch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array,
+};
+use datafusion::arrow::buffer::BooleanBuffer;
+use datafusion::arrow::compute::{concat, concat_batches, filter_record_batch, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::row::{OwnedRow, RowConverter, Rows, SortField};
+use datafusion::arrow::row::{RowConverter, Rows, SortField};
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -29,17 +35,19 @@ use serde_json::{json, Value};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use crate::compare::changed;
+use crate::compare::changed_at;
 use crate::hashing::{hash_columns, RowFilter};
+use crate::keys::{hash_packed, KeyView, PackedView, Packer, RowView, SortKey};
 use crate::schema::Alignment;
 use crate::values;
 
-/// Candidate batches smaller than this are probed on one thread (spawning costs more).
+/// Batches smaller than this are indexed or probed on one thread (spawning costs more).
 const PARALLEL_MIN_ROWS: usize = 4096;
 
 #[derive(Clone, Copy)]
 struct BaseEntry {
-    hash: u64,
+    /// The packed key, or (row-format keys) the key hash.
+    key: u128,
     row: u32,
     /// Base rows with this key.
     count: u32,
@@ -51,8 +59,10 @@ struct BaseEntry {
 
 /// A candidate key the base lacks.
 struct AddedEntry {
-    hash: u64,
-    key: OwnedRow,
+    /// As `BaseEntry::key`.
+    key: u128,
+    /// The key's row encoding (row-format keys only).
+    owned: Option<Box<[u8]>>,
     /// Candidate rows with this key.
     count: u32,
     /// The outcome slot of its first row.
@@ -72,8 +82,8 @@ enum Outcome {
     Retracted,
 }
 
-/// A sample row, ordered by its key's row encoding so samples are the same whatever order
-/// the batches arrived in.
+/// A sample row, ordered by its key's sort bytes (its row encoding, or the packed key which
+/// sorts the same) so samples are the same whatever order the batches arrived in.
 struct Sample {
     key: Box<[u8]>,
     slot: Option<u32>,
@@ -169,7 +179,17 @@ struct Part {
 
 struct BaseSide {
     batch: RecordBatch,
-    keys: Rows,
+    /// The keys in the row format (keys too long to pack).
+    rows: Option<Rows>,
+}
+
+impl BaseSide {
+    fn sort_key(&self, e: &BaseEntry) -> SortKey<'_> {
+        match &self.rows {
+            Some(rows) => SortKey::Row(rows.row(e.row as usize).data()),
+            None => SortKey::Packed(e.key.to_be_bytes()),
+        }
+    }
 }
 
 /// What the keyed comparison found.
@@ -232,10 +252,14 @@ pub struct KeyedDiff {
     tolerances: Vec<Option<f64>>,
     schema: SchemaRef,
     converter: RowConverter,
+    /// Set when the key packs into a `u128`; otherwise keys use the row format.
+    packer: Option<Packer>,
     filter: Option<RowFilter>,
     sample_limit: usize,
     keep_rows: bool,
     pending_base: Vec<RecordBatch>,
+    /// Row-format keys of the base rows indexed so far (when not packed).
+    base_keys: Rows,
     base: Option<BaseSide>,
     parts: Vec<Part>,
     base_rows: u64,
@@ -252,35 +276,86 @@ fn partition_of(hash: u64, parts: usize) -> usize {
     ((hash >> 40) % parts as u64) as usize
 }
 
+/// Runs `f` for every partition, on a thread each when the batch is large enough.
+fn each_part(parts: &mut [Part], rows: usize, f: impl Fn(usize, &mut Part) + Sync) {
+    if parts.len() == 1 || rows < PARALLEL_MIN_ROWS {
+        for (pi, part) in parts.iter_mut().enumerate() {
+            f(pi, part);
+        }
+    } else {
+        std::thread::scope(|s| {
+            for (pi, part) in parts.iter_mut().enumerate() {
+                let f = &f;
+                s.spawn(move || f(pi, part));
+            }
+        });
+    }
+}
+
+/// The batches as one, a column per thread (`concat_batches`, column by column, copies the
+/// whole base side on one core).
+fn concat_columns(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch, Diagnostic> {
+    if batches.len() < 2 || batches.iter().map(|b| b.num_rows()).sum::<usize>() < PARALLEL_MIN_ROWS
+    {
+        return concat_batches(schema, batches).map_err(internal);
+    }
+    let columns = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..schema.fields().len())
+            .map(|c| {
+                s.spawn(move || {
+                    let arrays: Vec<&dyn Array> =
+                        batches.iter().map(|b| b.column(c).as_ref()).collect();
+                    concat(&arrays)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("concatenating a column"))
+            .collect::<Result<Vec<ArrayRef>, _>>()
+    })
+    .map_err(internal)?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(internal)
+}
+
 impl KeyedDiff {
     /// A comparison of batches aligned by `alignment` (keys first). `filter` restricts both
-    /// sides to the same keys (sampled and partition strategies).
+    /// sides to the same keys (sampled and partition strategies). `base_rows_hint`: the
+    /// expected number of base rows, if known, to size the index once.
     pub fn new(
         alignment: &Alignment,
         filter: Option<RowFilter>,
         sample_limit: usize,
         keep_rows: bool,
+        base_rows_hint: Option<usize>,
     ) -> Result<Self, Diagnostic> {
         let nkeys = alignment.key.len();
-        let fields = alignment.schema.fields()[..nkeys]
+        let key_types: Vec<DataType> = alignment.schema.fields()[..nkeys]
             .iter()
-            .map(|f| SortField::new(f.data_type().clone()))
+            .map(|f| f.data_type().clone())
             .collect();
-        let converter = RowConverter::new(fields).map_err(|e| {
-            Diagnostic::error(
-                codes::DIFF_INCOMPATIBLE_TYPES,
-                format!("these key columns cannot be compared: {e}"),
-            )
-            .with_help("diff on key columns of a scalar type")
-        })?;
+        let converter = RowConverter::new(key_types.iter().cloned().map(SortField::new).collect())
+            .map_err(|e| {
+                Diagnostic::error(
+                    codes::DIFF_INCOMPATIBLE_TYPES,
+                    format!("these key columns cannot be compared: {e}"),
+                )
+                .with_help("diff on key columns of a scalar type")
+            })?;
+        let packer = Packer::new(&key_types);
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
             .clamp(1, 16);
         let ncols = alignment.compared.len();
+        // Sized for the expected base rows; a sampled side keeps a fraction of them.
+        let expected = match (&filter, base_rows_hint) {
+            (None, Some(n)) => n / threads + 1,
+            _ => 0,
+        };
         let parts = (0..threads)
             .map(|_| Part {
-                base: HashTable::new(),
+                base: HashTable::with_capacity(expected),
                 added_keys: HashTable::new(),
                 outcomes: Vec::new(),
                 masks: Vec::new(),
@@ -304,7 +379,9 @@ impl KeyedDiff {
                 .collect(),
             tolerances: alignment.compared.iter().map(|c| c.tolerance).collect(),
             schema: alignment.schema.clone(),
+            base_keys: converter.empty_rows(0, 0),
             converter,
+            packer,
             filter,
             sample_limit,
             keep_rows,
@@ -325,76 +402,67 @@ impl KeyedDiff {
         }
     }
 
-    /// One aligned batch of the base side.
+    /// One aligned batch of the base side: indexed now, kept for the comparison.
     pub fn push_base(&mut self, batch: RecordBatch) -> Result<(), Diagnostic> {
         self.base_rows += batch.num_rows() as u64;
         let batch = self.filtered(batch)?;
-        self.compared_base_rows += batch.num_rows() as u64;
-        if batch.num_rows() > 0 {
-            self.pending_base.push(batch);
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
         }
-        Ok(())
-    }
-
-    /// Indexes the base side; call once, after the last `push_base`.
-    pub fn finish_base(&mut self) -> Result<(), Diagnostic> {
-        let batch = concat_batches(&self.schema, &self.pending_base).map_err(internal)?;
-        self.pending_base.clear();
-        if batch.num_rows() > u32::MAX as usize {
+        let first = self.compared_base_rows;
+        if first + n as u64 > u32::MAX as u64 {
             return Err(Diagnostic::error(
                 codes::DIFF_INVALID_OPTION,
                 "the base side has more than 4,294,967,295 rows: too many for one full comparison",
             )
             .with_help("use --strategy partition, sampled or aggregate"));
         }
-        let key_columns = &batch.columns()[..self.nkeys];
-        let keys = self
-            .converter
-            .convert_columns(key_columns)
-            .map_err(internal)?;
-        let hashes = hash_columns(key_columns, batch.num_rows())?;
+        let first = first as u32;
         let nparts = self.parts.len();
-        let build = |pi: usize, part: &mut Part| {
-            let mut table = HashTable::with_capacity(hashes.len() / nparts + 1);
-            for (r, &h) in hashes.iter().enumerate() {
-                if partition_of(h, nparts) != pi {
-                    continue;
-                }
-                let row = keys.row(r);
-                match table.find_mut(h, |e: &BaseEntry| {
-                    e.hash == h && keys.row(e.row as usize) == row
-                }) {
-                    Some(e) => e.count += 1,
-                    None => {
-                        table.insert_unique(
-                            h,
-                            BaseEntry {
-                                hash: h,
-                                row: r as u32,
-                                count: 1,
-                                matched: 0,
-                                slot: 0,
-                            },
-                            |e| e.hash,
-                        );
-                    }
-                }
+        let key_columns = &batch.columns()[..self.nkeys];
+        match &self.packer {
+            Some(packer) => {
+                let keys = packer.pack(key_columns);
+                let hashes: Vec<u64> = keys.iter().map(|k| hash_packed(*k)).collect();
+                let view = PackedView {
+                    keys: &keys,
+                    hashes: &hashes,
+                };
+                each_part(&mut self.parts, n, |pi, part| {
+                    part.insert_base(&view, first, pi, nparts)
+                });
             }
-            part.base = table;
-        };
-        if nparts == 1 || hashes.len() < PARALLEL_MIN_ROWS {
-            for (pi, part) in self.parts.iter_mut().enumerate() {
-                build(pi, part);
+            None => {
+                self.converter
+                    .append(&mut self.base_keys, key_columns)
+                    .map_err(internal)?;
+                let hashes = hash_columns(key_columns, n)?;
+                let view = RowView {
+                    rows: &self.base_keys,
+                    offset: first as usize,
+                    hashes: &hashes,
+                    base: &self.base_keys,
+                };
+                each_part(&mut self.parts, n, |pi, part| {
+                    part.insert_base(&view, first, pi, nparts)
+                });
             }
-        } else {
-            std::thread::scope(|s| {
-                for (pi, part) in self.parts.iter_mut().enumerate() {
-                    let build = &build;
-                    s.spawn(move || build(pi, part));
-                }
-            });
         }
-        self.base = Some(BaseSide { batch, keys });
+        self.compared_base_rows += n as u64;
+        self.pending_base.push(batch);
+        Ok(())
+    }
+
+    /// Ends the base side; call once, after the last `push_base`.
+    pub fn finish_base(&mut self) -> Result<(), Diagnostic> {
+        let batch = concat_columns(&self.schema, &self.pending_base)?;
+        self.pending_base.clear();
+        let rows = self
+            .packer
+            .is_none()
+            .then(|| std::mem::replace(&mut self.base_keys, self.converter.empty_rows(0, 0)));
+        self.base = Some(BaseSide { batch, rows });
         Ok(())
     }
 
@@ -407,37 +475,51 @@ impl KeyedDiff {
         if n == 0 {
             return Ok(());
         }
+        let base = self
+            .base
+            .as_ref()
+            .expect("finish_base before push_candidate");
         let key_columns = &batch.columns()[..self.nkeys];
-        let hashes = hash_columns(key_columns, n)?;
-        let rows = self
-            .converter
-            .convert_columns(key_columns)
-            .map_err(internal)?;
-        let probe = Probe {
+        let nparts = self.parts.len();
+        let common = Common {
             batch: &batch,
-            hashes: &hashes,
-            keys: &rows,
-            base: self
-                .base
-                .as_ref()
-                .expect("finish_base before push_candidate"),
+            base,
             nkeys: self.nkeys,
             names: &self.names,
             tolerances: &self.tolerances,
             keep_rows: self.keep_rows,
-            nparts: self.parts.len(),
+            nparts,
         };
-        if self.parts.len() == 1 || n < PARALLEL_MIN_ROWS {
-            for (pi, part) in self.parts.iter_mut().enumerate() {
-                part.probe(&probe, pi);
+        match &self.packer {
+            Some(packer) => {
+                let keys = packer.pack(key_columns);
+                let hashes: Vec<u64> = keys.iter().map(|k| hash_packed(*k)).collect();
+                let probe = Probe {
+                    common,
+                    view: PackedView {
+                        keys: &keys,
+                        hashes: &hashes,
+                    },
+                };
+                each_part(&mut self.parts, n, |pi, part| part.probe(&probe, pi));
             }
-        } else {
-            std::thread::scope(|s| {
-                for (pi, part) in self.parts.iter_mut().enumerate() {
-                    let probe = &probe;
-                    s.spawn(move || part.probe(probe, pi));
-                }
-            });
+            None => {
+                let rows = self
+                    .converter
+                    .convert_columns(key_columns)
+                    .map_err(internal)?;
+                let hashes = hash_columns(key_columns, n)?;
+                let probe = Probe {
+                    common,
+                    view: RowView {
+                        rows: &rows,
+                        offset: 0,
+                        hashes: &hashes,
+                        base: base.rows.as_ref().expect("row-format base keys"),
+                    },
+                };
+                each_part(&mut self.parts, n, |pi, part| part.probe(&probe, pi));
+            }
         }
         match self.parts.iter_mut().find_map(|p| p.error.take()) {
             Some(e) => Err(e),
@@ -445,9 +527,32 @@ impl KeyedDiff {
         }
     }
 
+    /// The key of a candidate key the base lacks, as `{column: value}`.
+    fn added_key_value(&self, e: &AddedEntry) -> Value {
+        let arrays = match (&self.packer, &e.owned) {
+            (Some(packer), _) => packer.unpack(e.key).ok(),
+            (None, Some(bytes)) => {
+                let parser = self.converter.parser();
+                self.converter.convert_rows([parser.parse(bytes)]).ok()
+            }
+            (None, None) => None,
+        };
+        arrays
+            .map(|arrays| {
+                values::object(
+                    self.names[..self.nkeys]
+                        .iter()
+                        .map(String::as_str)
+                        .zip(&arrays),
+                    0,
+                )
+            })
+            .unwrap_or(Value::Null)
+    }
+
     /// Counts removed rows and duplicates, and assembles the outcome.
     pub fn finish(self) -> Result<KeyedOutcome, Diagnostic> {
-        let base = self.base.expect("finish_base before finish");
+        let base = self.base.as_ref().expect("finish_base before finish");
         let key_of = |array_row: usize| -> Value {
             values::object(
                 self.names[..self.nkeys]
@@ -471,7 +576,6 @@ impl KeyedDiff {
                 *total += n;
             }
             for e in part.base.iter() {
-                let key = base.keys.row(e.row as usize);
                 if e.matched > 1 {
                     duplicates.candidate.keys += 1;
                     duplicates.candidate.rows += e.matched as u64;
@@ -481,12 +585,12 @@ impl KeyedDiff {
                     duplicates.base.rows += e.count as u64;
                 }
                 if e.count > 1 || e.matched > 1 {
-                    dup_samples.offer(key.as_ref(), None, || {
+                    dup_samples.offer(base.sort_key(e).as_ref(), None, || {
                         json!({"key": key_of(e.row as usize), "base_rows": e.count, "candidate_rows": e.matched})
                     });
                 } else if e.matched == 0 {
                     records.removed += 1;
-                    removed_samples.offer(key.as_ref(), None, || {
+                    removed_samples.offer(base.sort_key(e).as_ref(), None, || {
                         json!({"key": key_of(e.row as usize), "values": values::object(
                             self.names[self.nkeys..].iter().map(String::as_str).zip(&base.batch.columns()[self.nkeys..]),
                             e.row as usize)})
@@ -498,28 +602,19 @@ impl KeyedDiff {
             }
             // Keys the base lacks, repeated by the candidate.
             for c in part.added_keys.iter().filter(|c| c.count > 1) {
-                let key = c.key.row();
                 duplicates.candidate.keys += 1;
                 duplicates.candidate.rows += c.count as u64;
+                let key = match &c.owned {
+                    Some(bytes) => SortKey::Row(bytes),
+                    None => SortKey::Packed(c.key.to_be_bytes()),
+                };
                 dup_samples.offer(key.as_ref(), None, || {
-                    let key_value = self
-                        .converter
-                        .convert_rows([key])
-                        .map(|arrays| {
-                            values::object(
-                                self.names[..self.nkeys]
-                                    .iter()
-                                    .map(String::as_str)
-                                    .zip(&arrays),
-                                0,
-                            )
-                        })
-                        .unwrap_or(Value::Null);
-                    json!({"key": key_value, "base_rows": 0, "candidate_rows": c.count})
+                    json!({"key": self.added_key_value(c), "base_rows": 0, "candidate_rows": c.count})
                 });
             }
         }
         duplicates.samples = dup_samples.sorted();
+        let base = self.base.expect("finish_base before finish");
         // Slots are per partition: a sample is checked against its own partition only.
         let mut added = Vec::new();
         let mut modified = Vec::new();
@@ -618,12 +713,9 @@ fn labelled(kind: &str, side: &str, batch: RecordBatch) -> Result<RecordBatch, D
     RecordBatch::try_new(output_schema(&batch.schema()), columns).map_err(internal)
 }
 
-/// What every partition's thread reads while probing one candidate batch.
-struct Probe<'a> {
+/// What every partition's thread reads while probing one candidate batch, whatever the keys.
+struct Common<'a> {
     batch: &'a RecordBatch,
-    hashes: &'a [u64],
-    /// The batch's keys in the row format.
-    keys: &'a Rows,
     base: &'a BaseSide,
     nkeys: usize,
     names: &'a [String],
@@ -632,7 +724,40 @@ struct Probe<'a> {
     nparts: usize,
 }
 
+/// One candidate batch and its keys.
+struct Probe<'a, V> {
+    common: Common<'a>,
+    view: V,
+}
+
 impl Part {
+    /// Indexes this partition's rows of a base batch whose first row is base row `first`.
+    fn insert_base<V: KeyView>(&mut self, v: &V, first: u32, pi: usize, nparts: usize) {
+        for r in 0..v.len() {
+            let h = v.hash(r);
+            if partition_of(h, nparts) != pi {
+                continue;
+            }
+            let key = v.key(r);
+            match self.base.entry(
+                h,
+                |e| e.key == key && v.same_as_base(e.row, r),
+                |e| V::rehash(e.key),
+            ) {
+                Entry::Occupied(mut o) => o.get_mut().count += 1,
+                Entry::Vacant(slot) => {
+                    slot.insert(BaseEntry {
+                        key,
+                        row: first + r as u32,
+                        count: 1,
+                        matched: 0,
+                        slot: 0,
+                    });
+                }
+            }
+        }
+    }
+
     fn retract(&mut self, slot: u32, words: usize) {
         match self.outcomes[slot as usize] {
             Outcome::Added => self.added -= 1,
@@ -651,13 +776,14 @@ impl Part {
         self.outcomes[slot as usize] = Outcome::Retracted;
     }
 
-    fn probe(&mut self, p: &Probe<'_>, pi: usize) {
+    fn probe<V: KeyView>(&mut self, p: &Probe<'_, V>, pi: usize) {
         if let Err(e) = self.probe_inner(p, pi) {
             self.error = Some(e);
         }
     }
 
-    fn probe_inner(&mut self, p: &Probe<'_>, pi: usize) -> Result<(), Diagnostic> {
+    fn probe_inner<V: KeyView>(&mut self, p: &Probe<'_, V>, pi: usize) -> Result<(), Diagnostic> {
+        let (c, v) = (&p.common, &p.view);
         let ncols = self.changed.len();
         let words = ncols.div_ceil(64).max(1);
         let mut pair_cand: Vec<u32> = Vec::new();
@@ -665,16 +791,16 @@ impl Part {
         let mut pair_slot: Vec<u32> = Vec::new();
         let mut added_rows: Vec<u32> = Vec::new();
         let mut added_slots: Vec<u32> = Vec::new();
-        let base_keys = &p.base.keys;
-        for (r, &h) in p.hashes.iter().enumerate() {
-            if partition_of(h, p.nparts) != pi {
+        for r in 0..v.len() {
+            let h = v.hash(r);
+            if partition_of(h, c.nparts) != pi {
                 continue;
             }
-            let row = p.keys.row(r);
+            let key = v.key(r);
             let slot = self.outcomes.len() as u32;
             if let Some(b) = self
                 .base
-                .find_mut(h, |e| e.hash == h && base_keys.row(e.row as usize) == row)
+                .find_mut(h, |e| e.key == key && v.same_as_base(e.row, r))
             {
                 b.matched += 1;
                 if b.matched > 1 {
@@ -696,11 +822,12 @@ impl Part {
                 }
                 continue;
             }
-            match self
-                .added_keys
-                .entry(h, |e| e.hash == h && e.key.row() == row, |e| e.hash)
-            {
-                hashbrown::hash_table::Entry::Occupied(mut o) => {
+            match self.added_keys.entry(
+                h,
+                |e| e.key == key && v.same_as_added(e.owned.as_deref(), r),
+                |e| V::rehash(e.key),
+            ) {
+                Entry::Occupied(mut o) => {
                     let e = o.get_mut();
                     e.count += 1;
                     if e.count == 2 {
@@ -709,10 +836,10 @@ impl Part {
                     }
                     continue;
                 }
-                hashbrown::hash_table::Entry::Vacant(v) => {
-                    v.insert(AddedEntry {
-                        hash: h,
-                        key: row.owned(),
+                Entry::Vacant(vacant) => {
+                    vacant.insert(AddedEntry {
+                        key,
+                        owned: v.owned(r),
                         count: 1,
                         slot,
                     });
@@ -722,16 +849,16 @@ impl Part {
             self.added += 1;
             added_rows.push(r as u32);
             added_slots.push(slot);
-            self.added_samples.offer(row.as_ref(), Some(slot), || {
+            self.added_samples.offer(v.sort_key(r).as_ref(), Some(slot), || {
                 json!({
-                    "key": values::object(p.names[..p.nkeys].iter().map(String::as_str).zip(&p.batch.columns()[..p.nkeys]), r),
-                    "values": values::object(p.names[p.nkeys..].iter().map(String::as_str).zip(&p.batch.columns()[p.nkeys..]), r),
+                    "key": values::object(c.names[..c.nkeys].iter().map(String::as_str).zip(&c.batch.columns()[..c.nkeys]), r),
+                    "values": values::object(c.names[c.nkeys..].iter().map(String::as_str).zip(&c.batch.columns()[c.nkeys..]), r),
                 })
             });
         }
-        if p.keep_rows && !added_rows.is_empty() {
+        if c.keep_rows && !added_rows.is_empty() {
             let batch =
-                take_record_batch(p.batch, &UInt32Array::from(added_rows)).map_err(internal)?;
+                take_record_batch(c.batch, &UInt32Array::from(added_rows)).map_err(internal)?;
             self.kept.push(Kept {
                 kind: "added",
                 side: "candidate",
@@ -742,35 +869,41 @@ impl Part {
         if pair_cand.is_empty() {
             return Ok(());
         }
-        self.compare(p, pair_cand, pair_base, pair_slot, words)
+        self.compare(p, &pair_cand, &pair_base, &pair_slot, words)
     }
 
-    /// Compares matched pairs column by column, then records each pair's outcome.
-    fn compare(
+    /// Compares matched pairs column by column, reading both sides in place, then records
+    /// each pair's outcome.
+    fn compare<V: KeyView>(
         &mut self,
-        p: &Probe<'_>,
-        pair_cand: Vec<u32>,
-        pair_base: Vec<u32>,
-        pair_slot: Vec<u32>,
+        p: &Probe<'_, V>,
+        pair_cand: &[u32],
+        pair_base: &[u32],
+        pair_slot: &[u32],
         words: usize,
     ) -> Result<(), Diagnostic> {
-        let cand_idx = UInt32Array::from(pair_cand);
-        let base_idx = UInt32Array::from(pair_base);
-        let cand = take_record_batch(p.batch, &cand_idx).map_err(internal)?;
-        let base = take_record_batch(&p.base.batch, &base_idx).map_err(internal)?;
-        let mut masks = Vec::with_capacity(self.changed.len());
-        for (c, tolerance) in p.tolerances.iter().enumerate() {
-            let col = p.nkeys + c;
-            masks.push(changed(base.column(col), cand.column(col), *tolerance).map_err(internal)?);
+        let c = &p.common;
+        let base = &c.base.batch;
+        let mut masks: Vec<BooleanBuffer> = Vec::with_capacity(self.changed.len());
+        for (i, tolerance) in c.tolerances.iter().enumerate() {
+            let col = c.nkeys + i;
+            masks.push(
+                changed_at(
+                    base.column(col),
+                    pair_base,
+                    c.batch.column(col),
+                    pair_cand,
+                    *tolerance,
+                )
+                .map_err(internal)?,
+            );
         }
         let any = match masks.split_first() {
-            None => BooleanArray::from(vec![false; cand.num_rows()]),
-            Some((first, rest)) => rest
-                .iter()
-                .try_fold(first.clone(), |acc, m| or(&acc, m))
-                .map_err(internal)?,
+            None => BooleanBuffer::new_unset(pair_cand.len()),
+            Some((first, rest)) => rest.iter().fold(first.clone(), |acc, m| &acc | m),
         };
-        let mut kept_rows: Vec<u32> = Vec::new();
+        let mut kept_base: Vec<u32> = Vec::new();
+        let mut kept_cand: Vec<u32> = Vec::new();
         let mut kept_slots: Vec<u32> = Vec::new();
         for (i, &slot) in pair_slot.iter().enumerate() {
             if self.outcomes[slot as usize] != Outcome::Pending {
@@ -783,48 +916,234 @@ impl Part {
             }
             let at = (self.masks.len() / words) as u32;
             let mut mask = vec![0u64; words];
-            for (c, m) in masks.iter().enumerate() {
+            for (col, m) in masks.iter().enumerate() {
                 if m.value(i) {
-                    mask[c / 64] |= 1 << (c % 64);
-                    self.changed[c] += 1;
+                    mask[col / 64] |= 1 << (col % 64);
+                    self.changed[col] += 1;
                 }
             }
             self.masks.extend_from_slice(&mask);
             self.outcomes[slot as usize] = Outcome::Modified(at);
             self.modified += 1;
-            let key = p.base.keys.row(base_idx.value(i) as usize);
-            self.modified_samples.offer(key.as_ref(), Some(slot), || {
+            let (b, r) = (pair_base[i] as usize, pair_cand[i] as usize);
+            self.modified_samples.offer(p.view.sort_key(r).as_ref(), Some(slot), || {
                 let mut changes = serde_json::Map::new();
-                for (c, m) in masks.iter().enumerate() {
+                for (m_i, m) in masks.iter().enumerate() {
                     if m.value(i) {
-                        let col = p.nkeys + c;
+                        let col = c.nkeys + m_i;
                         changes.insert(
-                            p.names[col].clone(),
-                            json!({"base": values::value(base.column(col), i), "candidate": values::value(cand.column(col), i)}),
+                            c.names[col].clone(),
+                            json!({"base": values::value(base.column(col), b), "candidate": values::value(c.batch.column(col), r)}),
                         );
                     }
                 }
                 json!({
-                    "key": values::object(p.names[..p.nkeys].iter().map(String::as_str).zip(&cand.columns()[..p.nkeys]), i),
+                    "key": values::object(c.names[..c.nkeys].iter().map(String::as_str).zip(&c.batch.columns()[..c.nkeys]), r),
                     "changes": changes,
                 })
             });
-            if p.keep_rows {
-                kept_rows.push(i as u32);
+            if c.keep_rows {
+                kept_base.push(b as u32);
+                kept_cand.push(r as u32);
                 kept_slots.push(slot);
             }
         }
-        if !kept_rows.is_empty() {
-            let idx = UInt32Array::from(kept_rows);
-            for (side, batch) in [("base", &base), ("candidate", &cand)] {
+        if !kept_slots.is_empty() {
+            for (side, batch, rows) in
+                [("base", base, kept_base), ("candidate", c.batch, kept_cand)]
+            {
                 self.kept.push(Kept {
                     kind: "modified",
                     side,
-                    batch: take_record_batch(batch, &idx).map_err(internal)?,
+                    batch: take_record_batch(batch, &UInt32Array::from(rows)).map_err(internal)?,
                     slots: Some(kept_slots.clone()),
                 });
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::DiffOptions;
+    use crate::schema::Side;
+    use datafusion::arrow::array::{Float64Array, Int32Array, Int64Array, StringViewArray};
+
+    /// One side's rows: (k1, k2, v, s, f).
+    type Row = (Option<i64>, Option<i32>, i64, String, f64);
+
+    fn batches(rows: &[Row], batch_rows: usize) -> Vec<RecordBatch> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k1", DataType::Int64, true),
+            Field::new("k2", DataType::Int32, true),
+            Field::new("v", DataType::Int64, true),
+            Field::new("s", DataType::Utf8View, true),
+            Field::new("f", DataType::Float64, true),
+        ]));
+        rows.chunks(batch_rows)
+            .map(|chunk| {
+                let columns: Vec<ArrayRef> = vec![
+                    Arc::new(Int64Array::from_iter(chunk.iter().map(|r| r.0))),
+                    Arc::new(Int32Array::from_iter(chunk.iter().map(|r| r.1))),
+                    Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.2))),
+                    Arc::new(StringViewArray::from_iter_values(
+                        chunk.iter().map(|r| r.3.as_str()),
+                    )),
+                    Arc::new(Float64Array::from_iter_values(chunk.iter().map(|r| r.4))),
+                ];
+                RecordBatch::try_new(schema.clone(), columns).unwrap()
+            })
+            .collect()
+    }
+
+    /// Base and candidate with every kind of difference: modified values (short and long
+    /// strings, floats within and beyond the tolerance), removed and added rows, NULLs in
+    /// the key, keys duplicated on either side (in one batch and across batches, added keys
+    /// too).
+    fn sides() -> (Vec<Row>, Vec<Row>) {
+        let row = |i: i64| -> Row {
+            (
+                (i % 1000 != 5).then_some(i),
+                if i % 1000 == 5 {
+                    Some(-(i as i32)) // keeps the composite keys with a NULL unique
+                } else {
+                    (i % 13 != 0).then_some((i % 7) as i32)
+                },
+                i,
+                if i % 3 == 0 {
+                    format!("a string longer than twelve bytes {i}")
+                } else {
+                    format!("s{}", i % 50)
+                },
+                i as f64 / 4.0,
+            )
+        };
+        let mut base: Vec<Row> = (0..10_000).map(row).collect();
+        base.push(row(20)); // a base duplicate
+        base.push(row(21));
+        base.push(row(21));
+        let mut cand: Vec<Row> = Vec::new();
+        for i in 0..10_000 {
+            if i % 77 == 0 {
+                continue; // removed
+            }
+            let mut r = row(i);
+            if i % 50 == 0 {
+                r.2 += 1;
+            }
+            if i % 60 == 0 {
+                r.3.push('!');
+            }
+            if i % 45 == 0 {
+                r.4 += 0.0001; // within the tolerance
+            }
+            if i % 95 == 0 {
+                r.4 += 1.0;
+            }
+            cand.push(r);
+        }
+        cand.extend((10_000..10_100).map(row)); // added
+        cand.push(row(30)); // a candidate duplicate, across batches
+        cand.push(row(10_050)); // an added key, repeated
+        cand.insert(4, row(4)); // in the same batch
+        (base, cand)
+    }
+
+    fn run(packed: bool, key: &[&str], batch_rows: usize) -> (KeyedOutcome, bool) {
+        let (base, cand) = sides();
+        let (base, cand) = (batches(&base, batch_rows), batches(&cand, batch_rows));
+        let mut opts = DiffOptions {
+            key: key.iter().map(|k| k.to_string()).collect(),
+            ..DiffOptions::default()
+        };
+        opts.tolerances.insert("f".into(), 0.001);
+        let alignment = Alignment::new(&base[0].schema(), &cand[0].schema(), &opts).unwrap();
+        let mut diff = KeyedDiff::new(&alignment, None, 5, true, Some(10_003)).unwrap();
+        if !packed {
+            diff.packer = None;
+        }
+        let was_packed = diff.packer.is_some();
+        for b in &base {
+            diff.push_base(alignment.project(b, Side::Base).unwrap())
+                .unwrap();
+        }
+        diff.finish_base().unwrap();
+        for c in &cand {
+            diff.push_candidate(alignment.project(c, Side::Candidate).unwrap())
+                .unwrap();
+        }
+        (diff.finish().unwrap(), was_packed)
+    }
+
+    fn summary(o: &KeyedOutcome) -> Value {
+        // Every differing row (batches are split by partition, which depends on the hash).
+        let mut rows: Vec<String> = o
+            .differing_rows
+            .as_ref()
+            .unwrap()
+            .iter()
+            .flat_map(|b| {
+                (0..b.num_rows()).map(move |r| {
+                    b.columns()
+                        .iter()
+                        .map(|c| values::value(c, r).to_string())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+            })
+            .collect();
+        rows.sort();
+        json!({
+            "records": o.records,
+            "changed": o.changed_values,
+            "duplicates": o.duplicates,
+            "samples": o.samples,
+            "rows": rows,
+        })
+    }
+
+    /// The packed key path and the row-format path report exactly the same, on one thread
+    /// (small batches) and on several (large ones), with NULL keys and duplicates.
+    #[test]
+    fn packed_and_row_format_keys_report_the_same() {
+        for batch_rows in [1000, 5000] {
+            let (packed, was_packed) = run(true, &["k1", "k2"], batch_rows);
+            assert!(was_packed, "(BIGINT, INT) packs into 98 bits");
+            let (rows, was_packed) = run(false, &["k1", "k2"], batch_rows);
+            assert!(!was_packed);
+            assert_eq!(summary(&packed), summary(&rows));
+            let r = &packed.records;
+            // 130 removed (i % 77), 100 added minus the repeated one; 2 base duplicate keys
+            // (20: 2 rows, 21: 3 rows); 3 candidate duplicate keys (4, 30, 10050).
+            assert_eq!(r.removed, 130);
+            assert_eq!(r.added, 99);
+            assert_eq!(packed.duplicates.base.keys, 2);
+            assert_eq!(packed.duplicates.base.rows, 5);
+            assert_eq!(packed.duplicates.candidate.keys, 3);
+            assert_eq!(packed.duplicates.candidate.rows, 6);
+            assert_eq!(packed.samples.added.len(), 5);
+            assert!(r.modified > 0 && r.unchanged > 9000);
+        }
+    }
+
+    /// A single key column with NULLs: NULL matches NULL (one key, here duplicated).
+    #[test]
+    fn null_keys_match_on_the_packed_path() {
+        let (packed, was_packed) = run(true, &["k1"], 5000);
+        assert!(was_packed);
+        let (rows, _) = run(false, &["k1"], 5000);
+        assert_eq!(summary(&packed), summary(&rows));
+        // k1 is NULL on rows 5, 1005, ..., 9005: ten base rows; the candidate lacks 5005 and
+        // adds 10005: ten rows, one key.
+        let nulls = packed
+            .duplicates
+            .samples
+            .iter()
+            .find(|s| s["key"]["k1"].is_null())
+            .expect("the NULL key is a duplicate");
+        assert_eq!(nulls["base_rows"], 10);
+        assert_eq!(nulls["candidate_rows"], 10);
     }
 }

@@ -13,6 +13,7 @@ mod compare;
 mod hashing;
 pub mod infer;
 mod keyed;
+mod keys;
 mod options;
 mod output;
 pub mod policy;

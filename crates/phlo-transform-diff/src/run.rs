@@ -5,6 +5,7 @@
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::common::stats::Precision;
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 use phlo_transform_core::diagnostic::codes;
@@ -102,6 +103,16 @@ async fn stream(
     Ok(())
 }
 
+/// The side's row count when the plan knows it exactly (Parquet files: from their footers),
+/// to size the key index once instead of growing it.
+async fn exact_rows(frame: &DataFrame) -> Option<usize> {
+    let plan = frame.clone().create_physical_plan().await.ok()?;
+    match plan.partition_statistics(None).ok()?.num_rows {
+        Precision::Exact(n) => Some(n),
+        _ => None,
+    }
+}
+
 async fn keyed(
     base: DataFrame,
     candidate: DataFrame,
@@ -110,7 +121,8 @@ async fn keyed(
     opts: &DiffOptions,
     keep_rows: bool,
 ) -> Result<KeyedOutcome, Diagnostic> {
-    let mut diff = KeyedDiff::new(alignment, filter, opts.sample_limit, keep_rows)?;
+    let hint = exact_rows(&base).await;
+    let mut diff = KeyedDiff::new(alignment, filter, opts.sample_limit, keep_rows, hint)?;
     stream(base, alignment, Side::Base, |b| diff.push_base(b)).await?;
     diff.finish_base()?;
     stream(candidate, alignment, Side::Candidate, |b| {
