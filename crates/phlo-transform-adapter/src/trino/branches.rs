@@ -307,7 +307,7 @@ impl Branches {
                     snapshot_id,
                     schema_id,
                     ..
-                }) => Some(identity(snapshot_id, schema_id)),
+                }) => Some(super::iceberg_identity(Some(snapshot_id), schema_id)),
                 _ => None,
             };
             out.insert(model.to_string(), identity);
@@ -343,16 +343,6 @@ impl Branches {
             )
         })
     }
-}
-
-/// The output identity of an Iceberg table at a snapshot and schema.
-fn identity(snapshot_id: i64, schema_id: i64) -> String {
-    let snapshot = if snapshot_id < 0 {
-        "none".to_string()
-    } else {
-        snapshot_id.to_string()
-    };
-    format!("iceberg:snapshot:{snapshot},schema:{schema_id}")
 }
 
 #[cfg(test)]
