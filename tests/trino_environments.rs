@@ -107,6 +107,36 @@ impl Drop for Main {
     }
 }
 
+/// Candidate references a test creates: their branches and catalogs are removed when the test
+/// ends, also when it fails before its own `ref delete`.
+struct Candidates(Vec<String>);
+
+impl Drop for Candidates {
+    fn drop(&mut self) {
+        let client = Trino::new(TrinoConfig::new(
+            Url::parse(&trino_url()).unwrap(),
+            "phlo-env-test-reader",
+        ))
+        .unwrap();
+        for name in &self.0 {
+            let like = format!("SHOW CATALOGS LIKE 'phlo_{name}_%'");
+            if let Ok(found) = block_on(client.execute(&like)) {
+                for row in found.rows {
+                    if let Some(catalog) = row[0].as_str() {
+                        let _ = block_on(client.execute(&format!("DROP CATALOG {catalog}")));
+                    }
+                }
+            }
+            if let Some(head) = nessie_head(name) {
+                let _ = std::process::Command::new("curl")
+                    .args(["-sS", "-X", "DELETE"])
+                    .arg(format!("{}/trees/{name}@{head}", nessie_url()))
+                    .output();
+            }
+        }
+    }
+}
+
 /// raw → results → by_site; raw → sites; a test on results; models in schema `schema`. The
 /// results are doubles, so `result * 2` keeps the column's type (a decimal would widen, which the
 /// `schema` gate reports).
@@ -203,6 +233,7 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
 
     // A reference is a Nessie branch at its base's head, with a catalog bound to it.
     let dev = unique("dev");
+    let _cleanup = Candidates(vec![dev.clone()]);
     let created = ok(root, &["ref", "create", &dev, "--from", "main", "--json"]);
     let base_hash = nessie_head(&main.branch).unwrap();
     assert_eq!(created["hash"], base_hash.as_str());
@@ -353,6 +384,7 @@ fn of_two_concurrent_promotions_one_wins_and_the_other_is_refused() {
     let root = dir.path();
     ok(root, &["run", "--json"]);
     let (a, b) = (unique("cand_a"), unique("cand_b"));
+    let _cleanup = Candidates(vec![a.clone(), b.clone()]);
     ok(root, &["ref", "create", &a, "--from", "main", "--json"]);
     ok(root, &["ref", "create", &b, "--from", "main", "--json"]);
     results(root, "result * 2");
