@@ -307,7 +307,10 @@ impl Branches {
                     snapshot_id,
                     schema_id,
                     ..
-                }) => Some(super::iceberg_identity(Some(snapshot_id), schema_id)),
+                }) => Some(super::identity::iceberg_identity(
+                    Some(snapshot_id),
+                    schema_id,
+                )),
                 _ => None,
             };
             out.insert(model.to_string(), identity);

@@ -790,7 +790,7 @@ fn column_aliases(job: &MaterializeJob) -> String {
 /// The output identity of a table: its current snapshot and schema (SPEC §39). Another
 /// write, through phlo-transform or not, moves the snapshot.
 fn identity(s: &IcebergTableState) -> String {
-    super::iceberg_identity(s.current_snapshot_id, i64::from(s.current_schema_id))
+    super::identity::iceberg_identity(s.current_snapshot_id, i64::from(s.current_schema_id))
 }
 
 /// What the metadata says of a written table (SPEC §69), as recorded with its

@@ -4,6 +4,7 @@
 pub mod branches;
 pub mod client;
 mod engine;
+mod identity;
 mod sources;
 
 use phlo_transform_core::diagnostic::codes;
@@ -16,17 +17,6 @@ pub use client::{Trino, TrinoConfig, TrinoError};
 pub(crate) use engine::BATCH_SUFFIX;
 pub use engine::{TrinoEngine, TrinoSettings};
 pub use sources::{add_warehouse_sources, warehouse_sources};
-
-/// The output identity of an Iceberg table (SPEC §39): its current snapshot (`None` or a
-/// negative id: no snapshot yet) and schema. Any write, through phlo-transform or not, moves
-/// the snapshot. One spelling for the engine (read from the metadata file) and for branches
-/// (read from Nessie's contents), since environments compare the two.
-pub(crate) fn iceberg_identity(snapshot_id: Option<i64>, schema_id: i64) -> String {
-    let snapshot = snapshot_id
-        .filter(|id| *id >= 0)
-        .map_or_else(|| "none".to_owned(), |id| id.to_string());
-    format!("iceberg:snapshot:{snapshot},schema:{schema_id}")
-}
 
 /// The engine settings of a `type = "trino"` target (relative `local_root`s are taken from the
 /// workspace root).
