@@ -18,18 +18,18 @@ use phlo_transform_adapter::AdapterError;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_state::{
-    CreatedFrom, MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding,
-    StateStore, VersionSwap,
+    MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding, StateStore,
+    VersionSwap,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::binding::BranchBinding;
-use super::promote::{schema_gate, Gate, Promotion};
-use super::rollback::{find_promotion, Rollback};
+use super::promote::{base_gate, provenance, schema_gate, Gate, Promotion};
+use super::rollback::{promotion_before, Rollback};
 use super::{
-    check_ref_name, environment_of, exists, main_protected, now, stale, state_error, unknown_ref,
+    candidate_record, check_ref_name, exists, main_protected, now, stale, state_error, unknown_ref,
     Binding, Environments, MAIN, MAIN_ENVIRONMENT,
 };
 use crate::{RunReport, WriterLease};
@@ -185,21 +185,7 @@ impl Environments {
         b.create(name, from, &base.hash)
             .await
             .map_err(adapter_error)?;
-        let at = now();
-        let candidate = RefRecord {
-            name: name.to_string(),
-            hash: base.hash.clone(),
-            environment: environment_of(name),
-            pointers: base.pointers.clone(),
-            created_from: Some(CreatedFrom {
-                reference: base.name.clone(),
-                hash: base.hash.clone(),
-                pointers: base.pointers,
-            }),
-            created_at: at.clone(),
-            updated_at: at,
-            run: None,
-        };
+        let candidate = candidate_record(name, &base);
         let swap = RefSwap {
             writes: vec![RefWrite {
                 name: name.to_string(),
@@ -405,48 +391,13 @@ impl Environments {
         candidate: &RefRecord,
         target: &RefRecord,
     ) -> Result<Vec<Gate>, Diagnostic> {
-        let Some(from) = &candidate.created_from else {
-            return Ok(vec![
-                Gate::new(
-                    "base",
-                    false,
-                    format!("`{}` has no recorded provenance", candidate.name),
-                ),
-                Gate::new("conflicts", false, "no recorded base to compare against"),
-            ]);
+        let from = match provenance(candidate, target) {
+            Ok(from) => from,
+            Err((base, conflicts)) => return Ok(vec![base, conflicts]),
         };
-        if from.reference != target.name {
-            let why = format!(
-                "`{}` was created from `{}`, not `{}`",
-                candidate.name, from.reference, target.name
-            );
-            return Ok(vec![
-                Gate::new("base", false, why.clone()),
-                Gate::new("conflicts", false, why),
-            ]);
-        }
         let b = self.branches();
-        let base = if from.hash == target.hash {
-            Gate::new(
-                "base",
-                true,
-                format!(
-                    "`{}` (Nessie branch `{}`) is still at {}",
-                    target.name,
-                    b.branch_of(&target.name),
-                    target.hash
-                ),
-            )
-        } else {
-            Gate::new(
-                "base",
-                false,
-                format!(
-                    "`{}` moved from {} to {} since `{}` was created",
-                    target.name, from.hash, target.hash, candidate.name
-                ),
-            )
-        };
+        let place = format!(" (Nessie branch `{}`)", b.branch_of(&target.name));
+        let base = base_gate(candidate, target, from, &place);
         let ours = b
             .changed_since(&candidate.name, &from.hash, &candidate.hash)
             .await
@@ -581,14 +532,7 @@ impl Environments {
             .with_help("`rollback --ref main --to <promotion>`"));
         }
         let events = self.store.ref_events().await.map_err(state_error)?;
-        let event = find_promotion(&events, reference, promotion)?;
-        let before: RefRecord =
-            serde_json::from_value(event.body["before"].clone()).map_err(|e| {
-                Diagnostic::error(
-                    codes::STATE_UNAVAILABLE,
-                    format!("promotion {} has a corrupt `before`: {e}", event.event_id),
-                )
-            })?;
+        let (event, before) = promotion_before(&events, reference, promotion)?;
         let lease = WriterLease::acquire(self.store.clone(), MAIN_ENVIRONMENT, WAIT).await?;
         let result = async {
             let current = self.live(MAIN).await?.record;

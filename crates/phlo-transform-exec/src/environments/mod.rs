@@ -44,6 +44,26 @@ pub struct Environments {
     pub(crate) branches: Option<Arc<phlo_transform_adapter::trino::branches::Branches>>,
 }
 
+/// The record of candidate `name` as created from `base`: the base's pointers and hash, and
+/// the base as its provenance (what the `base` and `conflicts` gates audit).
+pub(crate) fn candidate_record(name: &str, base: &RefRecord) -> RefRecord {
+    let at = now();
+    RefRecord {
+        name: name.to_string(),
+        hash: base.hash.clone(),
+        environment: environment_of(name),
+        pointers: base.pointers.clone(),
+        created_from: Some(CreatedFrom {
+            reference: base.name.clone(),
+            hash: base.hash.clone(),
+            pointers: base.pointers.clone(),
+        }),
+        created_at: at.clone(),
+        updated_at: at,
+        run: None,
+    }
+}
+
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
@@ -244,21 +264,7 @@ impl Environments {
                 None if from == MAIN => (self.unpinned_main().await?, false),
                 None => return Err(unknown_ref(from)),
             };
-            let at = now();
-            let candidate = RefRecord {
-                name: name.to_string(),
-                hash: base.hash.clone(),
-                environment: environment_of(name),
-                pointers: base.pointers.clone(),
-                created_from: Some(CreatedFrom {
-                    reference: base.name.clone(),
-                    hash: base.hash.clone(),
-                    pointers: base.pointers.clone(),
-                }),
-                created_at: at.clone(),
-                updated_at: at,
-                run: None,
-            };
+            let candidate = candidate_record(name, &base);
             let mut swap = RefSwap::default();
             if base_recorded {
                 swap.unchanged.push((base.name.clone(), base.hash.clone()));

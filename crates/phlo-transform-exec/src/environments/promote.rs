@@ -5,7 +5,7 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_state::{
-    MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, VersionSwap,
+    CreatedFrom, MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, VersionSwap,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -345,34 +345,48 @@ fn same_place(a: &Pointer, b: &Pointer) -> bool {
     a.location == b.location && a.delta_version == b.delta_version && a.identity == b.identity
 }
 
-/// `base` (the target is still where the candidate was created from) and `conflicts` (no
-/// model changed on both sides since then).
-fn base_gates(candidate: &RefRecord, target: &RefRecord) -> (Gate, Gate) {
+/// The candidate's provenance, which the `base` and `conflicts` gates start from: `Err` holds
+/// both gates failed when the candidate has none or was created from another reference.
+pub(super) fn provenance<'a>(
+    candidate: &'a RefRecord,
+    target: &RefRecord,
+) -> Result<&'a CreatedFrom, (Gate, Gate)> {
     let Some(from) = &candidate.created_from else {
-        return (
+        return Err((
             Gate::new(
                 "base",
                 false,
                 format!("`{}` has no recorded provenance", candidate.name),
             ),
             Gate::new("conflicts", false, "no recorded base to compare against"),
-        );
+        ));
     };
     if from.reference != target.name {
         let why = format!(
             "`{}` was created from `{}`, not `{}`",
             candidate.name, from.reference, target.name
         );
-        return (
+        return Err((
             Gate::new("base", false, why.clone()),
             Gate::new("conflicts", false, why),
-        );
+        ));
     }
-    let base = if from.hash == target.hash {
+    Ok(from)
+}
+
+/// `base`: the target is still at the hash the candidate was created from; `place` says what
+/// the target is, when there is more to say than its name (a Nessie branch).
+pub(super) fn base_gate(
+    candidate: &RefRecord,
+    target: &RefRecord,
+    from: &CreatedFrom,
+    place: &str,
+) -> Gate {
+    if from.hash == target.hash {
         Gate::new(
             "base",
             true,
-            format!("`{}` is still at {}", target.name, target.hash),
+            format!("`{}`{place} is still at {}", target.name, target.hash),
         )
     } else {
         Gate::new(
@@ -383,7 +397,17 @@ fn base_gates(candidate: &RefRecord, target: &RefRecord) -> (Gate, Gate) {
                 target.name, from.hash, target.hash, candidate.name
             ),
         )
+    }
+}
+
+/// `base` (the target is still where the candidate was created from) and `conflicts` (no
+/// model changed on both sides since then).
+fn base_gates(candidate: &RefRecord, target: &RefRecord) -> (Gate, Gate) {
+    let from = match provenance(candidate, target) {
+        Ok(from) => from,
+        Err(failed) => return failed,
     };
+    let base = base_gate(candidate, target, from, "");
     let changed = |side: &BTreeMap<String, Pointer>| -> BTreeSet<String> {
         let ids: BTreeSet<&String> = side.keys().chain(from.pointers.keys()).collect();
         ids.into_iter()

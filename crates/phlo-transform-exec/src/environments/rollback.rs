@@ -30,9 +30,26 @@ pub struct Rollback {
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The promotion into `reference` that `promotion` names ([`find_promotion`]) and the target's
+/// record before it, which a rollback restores.
+pub(crate) fn promotion_before<'e>(
+    events: &'e [RefEvent],
+    reference: &str,
+    promotion: &str,
+) -> Result<(&'e RefEvent, RefRecord), Diagnostic> {
+    let event = find_promotion(events, reference, promotion)?;
+    let before = serde_json::from_value(event.body["before"].clone()).map_err(|e| {
+        Diagnostic::error(
+            codes::STATE_UNAVAILABLE,
+            format!("promotion {} has a corrupt `before`: {e}", event.event_id),
+        )
+    })?;
+    Ok((event, before))
+}
+
 /// The promotion into `reference` that `promotion` names: an id, a unique prefix of one, or
 /// the target hash it started from (Y013 when none or several match).
-pub(crate) fn find_promotion<'e>(
+fn find_promotion<'e>(
     events: &'e [RefEvent],
     reference: &str,
     promotion: &str,
@@ -76,14 +93,7 @@ impl Environments {
             return self.branch_rollback(reference, promotion).await;
         }
         let events = self.store.ref_events().await.map_err(state_error)?;
-        let event = find_promotion(&events, reference, promotion)?;
-        let before: RefRecord =
-            serde_json::from_value(event.body["before"].clone()).map_err(|e| {
-                Diagnostic::error(
-                    codes::STATE_UNAVAILABLE,
-                    format!("promotion {} has a corrupt `before`: {e}", event.event_id),
-                )
-            })?;
+        let (event, before) = promotion_before(&events, reference, promotion)?;
         self.restore(reference, before.pointers, None, &event.event_id)
             .await
     }
