@@ -484,3 +484,250 @@ fn references_are_managed_explicitly_with_coded_errors() {
     ok(root, &["ref", "delete", "feature/x", "--json"]);
     assert!(!root.join(".phlo/warehouse").join(&own).exists());
 }
+
+const SITES: &str = "workflows/reporting/transforms/sites.sql";
+
+/// results keyed, with one row removed (exp-003), one added (exp-004), one modified
+/// (exp-001) and a new column; `factor` scales exp-001.
+fn keyed_results(root: &Path, factor: &str) {
+    write_file(
+        root,
+        RESULTS,
+        &format!(
+            "-- @table\n-- @key experiment_id\nselect experiment_id, site, case when experiment_id = 'exp-001' then result * {factor} else result end as result, 'v2' as note from assay.raw where experiment_id <> 'exp-003'\nunion all select 'exp-004', 'leeds', 1.0, 'v2'\n"
+        ),
+    );
+}
+
+fn dataset<'a>(diff: &'a Value, model: &str) -> &'a Value {
+    diff["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["model"] == model)
+        .unwrap_or_else(|| panic!("no dataset {model}: {diff}"))
+}
+
+fn data_diff_gate(root: &Path, require: bool) -> (bool, String) {
+    let mut args = vec!["promote", "dev", "--to", "main", "--check", "--json"];
+    if require {
+        args.push("--require-diff");
+    }
+    let out = run(root, &args);
+    let promotion = out.json();
+    let g = gate(&promotion, "data_diff");
+    assert_eq!(
+        out.code,
+        if promotion["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["passed"] == true)
+        {
+            0
+        } else {
+            1
+        },
+        "{promotion}"
+    );
+    (
+        g["passed"].as_bool().unwrap(),
+        g["detail"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() {
+    let dir = workspace();
+    let root = dir.path();
+    ok(root, &["run", "--json"]);
+    let created = ok(root, &["ref", "create", "dev", "--json"]);
+    // The environment evidence of the new candidate is exported with its provenance.
+    let slug = |name: &str| {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import hashlib,re,sys; n=sys.argv[1]; print(re.sub('[^A-Za-z0-9]','_',n)+'_'+hashlib.sha256(n.encode()).hexdigest()[:8])",
+                name,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let exported = root.join(format!(".phlo/transform/environment_{}.json", slug("dev")));
+    let evidence: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    assert_eq!(evidence["ref"], "dev");
+    assert_eq!(evidence["hash"], created["hash"]);
+    assert_eq!(evidence["created_from"]["ref"], "main");
+    assert_eq!(evidence["created_from"]["hash"], main_hash(root).as_str());
+    assert_eq!(evidence["catalog_status"], "created");
+    assert!(evidence["catalog"].as_str().unwrap().starts_with(".refs/dev_"));
+
+    // dev: results changed (rows and a column), a model added, one removed.
+    keyed_results(root, "2");
+    write_file(
+        root,
+        "workflows/reporting/transforms/summary.sql",
+        "-- @table\nselect count(*) as n from assay.results\n",
+    );
+    std::fs::remove_file(root.join(SITES)).unwrap();
+    ok(root, &["run", "--ref", "dev", "--json"]);
+    let dev_hash = ok(root, &["ref", "show", "dev", "--json"])["hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The run moved dev: its evidence follows, bound to the new hash, provenance kept.
+    let evidence: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    assert_eq!(evidence["hash"], dev_hash.as_str());
+    assert_eq!(evidence["created_from"]["ref"], "main");
+    let single: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".phlo/transform/environment.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(single["hash"], dev_hash.as_str());
+
+    // Without a diff, --require-diff fails the gate; without the flag it passes and says so.
+    let (passed, detail) = data_diff_gate(root, true);
+    assert!(!passed && detail.contains("no branch diff"), "{detail}");
+    let (passed, detail) = data_diff_gate(root, false);
+    assert!(passed && detail.contains("not required"), "{detail}");
+
+    // The branch diff classifies every dataset, with row counts and schema changes.
+    let diff = ok(root, &["diff", "--from", "main", "--to", "dev", "--json"]);
+    assert_eq!(diff["from"]["ref"], "main");
+    assert_eq!(diff["from"]["hash"], main_hash(root).as_str());
+    assert_eq!(diff["to"]["hash"], dev_hash.as_str());
+    assert_eq!(diff["full"], false);
+    let status = |m: &str| dataset(&diff, m)["status"].as_str().unwrap().to_string();
+    assert_eq!(status("assay.raw"), "unchanged");
+    assert_eq!(status("assay.results"), "changed");
+    assert_eq!(status("reporting.by_site"), "changed");
+    assert_eq!(status("reporting.summary"), "added");
+    assert_eq!(status("reporting.sites"), "removed");
+    assert_eq!(
+        diff["summary"],
+        serde_json::json!({"added": 1, "removed": 1, "changed": 2, "unchanged": 1, "absent": 0})
+    );
+    let results = dataset(&diff, "assay.results");
+    assert_eq!(results["rows"], serde_json::json!({"from": 3, "to": 3, "delta": 0}));
+    assert_eq!(results["schema"]["added"][0]["name"], "note");
+    assert!(results["data"].is_null(), "no keyed diff without --full");
+    assert_eq!(
+        dataset(&diff, "reporting.sites")["rows"],
+        serde_json::json!({"from": 2, "to": null, "delta": -2})
+    );
+    assert_eq!(dataset(&diff, "reporting.summary")["rows"]["to"], 1);
+    assert_eq!(dataset(&diff, "reporting.summary")["schema"]["added"][0]["name"], "n");
+    assert_eq!(dataset(&diff, "assay.raw")["rows"]["from"], 3);
+    // Not --full: no evidence for --require-diff.
+    let (passed, detail) = data_diff_gate(root, true);
+    assert!(!passed && detail.contains("not --full"), "{detail}");
+
+    // --full: the changed models diffed row by row on their keys.
+    let full = ok(root, &["diff", "--from", "main", "--to", "dev", "--full", "--json"]);
+    let data = &dataset(&full, "assay.results")["data"];
+    assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
+    assert_eq!(
+        data["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1})
+    );
+    assert_eq!(data["samples"]["added"][0]["key"]["experiment_id"], "exp-004");
+    assert_eq!(data["samples"]["removed"][0]["key"]["experiment_id"], "exp-003");
+    assert_eq!(data["samples"]["modified"][0]["key"]["experiment_id"], "exp-001");
+    assert_eq!(full["passed"], true);
+    // It is recorded and exported as the evidence, and the gate reads it.
+    let exported: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".phlo/transform/branch_diff.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(exported["evidence_id"], full["evidence_id"]);
+    let (passed, detail) = data_diff_gate(root, true);
+    assert!(passed, "{detail}");
+    assert!(detail.contains(full["evidence_id"].as_str().unwrap()), "{detail}");
+    // The text report says the same.
+    let text = run(root, &["diff", "--from", "main", "--to", "dev"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for line in ["CHANGED   assay.results", "ADDED     reporting.summary", "REMOVED   reporting.sites", "+ note Utf8"] {
+        assert!(text.stdout.contains(line), "{line}:\n{}", text.stdout);
+    }
+
+    // dev changes after its diff: the evidence is stale.
+    keyed_results(root, "2.5");
+    ok(root, &["run", "--ref", "dev", "--json"]);
+    let (passed, detail) = data_diff_gate(root, true);
+    assert!(!passed && detail.contains("stale"), "{detail}");
+
+    // A diff policy the candidate violates fails the gate, required or not.
+    write_file(
+        root,
+        "phlo.toml",
+        "[model.\"assay.results\".diff]\nmax_removed_rows = 0\n",
+    );
+    let violated = run(root, &["diff", "--from", "main", "--to", "dev", "--full", "--json"]);
+    assert_eq!(violated.code, 1, "{}\n{}", violated.stdout, violated.stderr);
+    let violated = violated.json();
+    assert_eq!(violated["passed"], false);
+    assert_eq!(violated["violations"][0]["code"], "D010");
+    for require in [true, false] {
+        let (passed, detail) = data_diff_gate(root, require);
+        assert!(!passed && detail.contains("D010"), "{detail}");
+    }
+
+    // A reference is never compared with itself.
+    let same = run(root, &["diff", "--from", "dev", "--to", "dev", "--json"]);
+    assert_eq!(same.code, 2);
+    assert_eq!(same.json()["diagnostics"][0]["code"], "D007");
+
+    // Deleting dev deletes its evidence exports too.
+    ok(root, &["ref", "delete", "dev", "--json"]);
+    assert!(!root
+        .join(format!(".phlo/transform/environment_{}.json", slug("dev")))
+        .exists());
+}
+
+#[test]
+fn lineage_under_a_reference_names_the_tables_it_reads() {
+    let dir = workspace();
+    let root = dir.path();
+    ok(root, &["run", "--json"]);
+    ok(root, &["ref", "create", "dev", "--json"]);
+    results(root, "result * 2");
+    ok(root, &["run", "--ref", "dev", "-s", "assay.results", "--json"]);
+    let lineage = ok(root, &["lineage", "assay.results", "--ref", "dev", "--json"]);
+    // The lineage report itself, unchanged…
+    assert_eq!(lineage["dataset"], "assay.results");
+    // …and where dev reads each model in its lineage.
+    let env = &lineage["environment"];
+    assert_eq!(env["ref"], "dev");
+    let reads = env["reads"].as_array().unwrap();
+    let read = |m: &str| reads.iter().find(|r| r["model"] == m).cloned();
+    let results = read("assay.results").unwrap();
+    assert!(results["location"].as_str().unwrap().starts_with(".refs/dev_"));
+    assert_eq!(results["built_in"], "dev");
+    let raw = read("assay.raw").unwrap();
+    assert_eq!(raw["location"], "assay.raw");
+    assert_eq!(raw["built_in"], "local");
+    assert!(raw["delta_version"].is_i64());
+    assert!(read("reporting.sites").is_none(), "outside the lineage: {env}");
+    // Main reads its own table; the documents describe the workspace and refuse --ref.
+    let main = ok(root, &["lineage", "assay.results", "--ref", "main", "--json"]);
+    assert_eq!(
+        main["environment"]["reads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["model"] == "assay.results")
+            .unwrap()["location"],
+        "assay.results"
+    );
+    let text = run(root, &["lineage", "assay.results", "--ref", "dev"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("In `dev`@"), "{}", text.stdout);
+    let refused = run(root, &["lineage", "--format", "graph", "--ref", "dev", "--json"]);
+    assert_eq!(refused.code, 2);
+    assert_eq!(refused.json()["diagnostics"][0]["code"], "Y015");
+    assert_eq!(
+        run(root, &["lineage", "--ref", "nope", "--json"]).json()["diagnostics"][0]["code"],
+        "Y007"
+    );
+}

@@ -52,6 +52,7 @@ impl Paths {
         CommandTarget {
             root: &self.root,
             warehouse: &self.warehouse,
+            artifacts: &self.artifacts,
             state: &self.state,
             adapter: self.adapter.as_deref(),
             reference: self.reference.as_deref(),

@@ -1,5 +1,6 @@
-//! `diff <model>`: argument parsing and printing; the library (`phlo_transform_exec::diff`)
-//! resolves the sides, key and policy, and `phlo_transform_diff` compares.
+//! `diff <model>` and `diff --from <ref> --to <ref>`: argument parsing and printing; the
+//! library (`phlo_transform_exec::diff`, `environments::branch_diff`) resolves the sides, key
+//! and policy, and `phlo_transform_diff` compares.
 
 use clap::Args;
 use phlo_transform_core::diagnostic::codes;
@@ -13,14 +14,17 @@ use super::{open_local_engine, Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
 pub struct DiffCliArgs {
-    /// Model name (`assay.results`) or a unique suffix of it (`results`).
-    pub model: String,
+    /// Model name (`assay.results`) or a unique suffix of it (`results`). Without it,
+    /// `--from <ref> --to <ref>` compares two environments, every dataset (a branch diff).
+    pub model: Option<String>,
     /// Base side: `materialized` (default), `workspace`, `delta:<version>`,
-    /// `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits).
+    /// `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits); without a model,
+    /// the base reference.
     #[arg(long, value_name = "SIDE")]
     pub from: Option<String>,
     /// Candidate side (default `workspace`: the model's current SQL, run by the local engine
-    /// over the materialised upstream relations; nothing is written).
+    /// over the materialised upstream relations; nothing is written); without a model, the
+    /// candidate reference.
     #[arg(long, value_name = "SIDE")]
     pub to: Option<String>,
     /// Key columns (default: the model's @key, else the plan's grain).
@@ -53,7 +57,31 @@ pub struct DiffCliArgs {
 }
 
 impl DiffCliArgs {
-    fn library_args(&self) -> Result<DiffArgs, Diagnostic> {
+    /// A branch diff takes `--from`, `--to` and `--full` only.
+    fn branch_refs(&self) -> Result<(&str, &str), Diagnostic> {
+        let model_only = !self.key.is_empty()
+            || self.strategy.is_some()
+            || self.decimals.is_some()
+            || !self.map.is_empty()
+            || !self.exclude.is_empty()
+            || self.sample.is_some()
+            || self.output.is_some();
+        match (&self.from, &self.to) {
+            (Some(from), Some(to)) if !model_only => Ok((from, to)),
+            (Some(_), Some(_)) => Err(Diagnostic::error(
+                codes::DIFF_INVALID_OPTION,
+                "a branch diff (no model) takes --from, --to and --full only",
+            )
+            .with_help("name a model to diff it with --key, --strategy, --map, --exclude, --decimals, --sample or --output")),
+            _ => Err(Diagnostic::error(
+                codes::DIFF_INVALID_OPTION,
+                "diff without a model compares two references: give --from <ref> and --to <ref>",
+            )
+            .with_help("`diff --from main --to dev`, or `diff <model>` to diff one model")),
+        }
+    }
+
+    fn library_args(&self, model: &str) -> Result<DiffArgs, Diagnostic> {
         let strategy = match (&self.strategy, self.full) {
             (_, true) => Some(Strategy::Full),
             (Some(s), _) => Some(Strategy::parse(s).ok_or_else(|| {
@@ -93,7 +121,7 @@ impl DiffCliArgs {
                 .insert(cand.to_string(), base.to_string());
         }
         Ok(DiffArgs {
-            model: self.model.clone(),
+            model: model.to_string(),
             from: self.from.clone(),
             to: self.to.clone(),
             key: self.key.clone(),
@@ -105,7 +133,10 @@ impl DiffCliArgs {
 }
 
 pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
-    let mut library_args = match args.library_args() {
+    let Some(model) = &args.model else {
+        return branch_diff(paths, args, json).await;
+    };
+    let mut library_args = match args.library_args(model) {
         Ok(a) => a,
         Err(d) => return fatal(d, json),
     };
@@ -114,7 +145,7 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Err(code) => return code,
     };
     // A unique suffix names the model, as for inspect, explain and selectors.
-    match c.resolve_model(&args.model) {
+    match c.resolve_model(model) {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
         Err(d) => return out.fail([d]),
     }
@@ -132,6 +163,49 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
     out.diagnostics(report.warnings.iter().cloned());
     out.diagnostics(report.policy.violations.iter().cloned());
     let passed = report.policy.passed;
+    out.report(&report);
+    if passed {
+        EXIT_OK
+    } else {
+        EXIT_FAILURES
+    }
+}
+
+/// `diff --from <ref> --to <ref> [--full]`: every dataset of two environments compared,
+/// recorded as branch-diff evidence; exit 1 when a changed model violates its diff policy.
+async fn branch_diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
+    let (from, to) = match args.branch_refs() {
+        Ok(refs) => refs,
+        Err(d) => return fatal(d, json),
+    };
+    if let Some(r) = &paths.reference {
+        return fatal(
+            Diagnostic::error(
+                codes::ENVIRONMENTS_UNSUPPORTED,
+                format!("--ref {r}: a branch diff names its references with --from and --to"),
+            )
+            .with_help("drop --ref: `diff --from main --to dev`"),
+            json,
+        );
+    }
+    let (c, mut out) = match compile_or_report(paths, json) {
+        Ok(compiled) => compiled,
+        Err(code) => return code,
+    };
+    let envs = match paths.target().environments().await {
+        Ok(envs) => envs,
+        Err(d) => return out.fail([d]),
+    };
+    let report = match envs.branch_diff(c, from, to, args.full).await {
+        Ok(r) => r,
+        Err(d) => return out.fail([d]),
+    };
+    out.diagnostics(report.warnings.iter().cloned());
+    for d in report.datasets.iter().filter_map(|d| d.data.as_ref()) {
+        out.diagnostics(d.warnings.iter().cloned());
+        out.diagnostics(d.policy.violations.iter().cloned());
+    }
+    let passed = report.passed;
     out.report(&report);
     if passed {
         EXIT_OK

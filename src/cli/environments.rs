@@ -6,6 +6,7 @@ use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::environments::report::{
     RefCreated, RefDeleted, RefDetail, RefList, RefSummary,
 };
+use phlo_transform_exec::environments::promote::PromoteOptions;
 use phlo_transform_exec::environments::Environments;
 
 use super::render::{fatal, Output};
@@ -84,12 +85,18 @@ pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
     }
 }
 
-pub async fn promote(paths: &Paths, from: &str, to: &str, check: bool, json: bool) -> u8 {
+pub async fn promote(
+    paths: &Paths,
+    from: &str,
+    to: &str,
+    options: PromoteOptions,
+    json: bool,
+) -> u8 {
     let envs = match environments(paths).await {
         Ok(e) => e,
         Err(d) => return fatal(d, json),
     };
-    let p = match envs.promote(from, to, check).await {
+    let p = match envs.promote(from, to, options).await {
         Ok(p) => p,
         Err(d) => return fatal(d, json),
     };

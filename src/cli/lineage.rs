@@ -2,11 +2,14 @@
 
 use clap::ValueEnum;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
+use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::environments::report::{EnvironmentReads, InEnvironment};
 use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 
-use super::render::{self, fatal, Output};
+use super::render::{self, fatal, Output, Report};
 use super::selection::ScopeArgs;
 use super::{compile, Paths, EXIT_OK};
 
@@ -41,6 +44,18 @@ pub async fn lineage(
     scope: &ScopeArgs,
     json: bool,
 ) -> u8 {
+    if let (Some(r), LineageFormat::Graph | LineageFormat::Openlineage) =
+        (&paths.reference, format)
+    {
+        return fatal(
+            Diagnostic::error(
+                codes::ENVIRONMENTS_UNSUPPORTED,
+                format!("--ref {r}: the lineage documents (--format graph, openlineage) describe the workspace, not one environment"),
+            )
+            .with_help("`lineage --ref <ref>` (text or --json) adds what the environment reads"),
+            json,
+        );
+    }
     let (c, mut out) = match compile_for_lineage(paths, json) {
         Ok(compiled) => compiled,
         Err(code) => return code,
@@ -54,6 +69,21 @@ pub async fn lineage(
     let scope = match LineageScope::new(c, target, &scope.spec_with(&[])) {
         Ok(scope) => scope,
         Err(diags) => return out.fail(diags),
+    };
+    // `--ref`: the physical table (and version) the environment reads for each model in scope.
+    let environment = match &paths.reference {
+        None => None,
+        Some(r) => {
+            let datasets = scope.datasets(c);
+            let reads = match paths.target().environments().await {
+                Ok(envs) => envs.reads(r, datasets.as_ref()).await,
+                Err(d) => Err(d),
+            };
+            match reads {
+                Ok(reads) => Some(reads),
+                Err(d) => return out.fail([d]),
+            }
+        }
     };
     match (format, scope.target) {
         // Documents whose shape is fixed (the lineage graph, OpenLineage): no envelope.
@@ -69,11 +99,30 @@ pub async fn lineage(
                 c, &config, &keep,
             ));
         }
-        (LineageFormat::Text, None) => out.report(&c.lineage_overview(scope.nodes.as_ref())),
-        (LineageFormat::Text, Some(Target::Dataset(d))) => out.report(&g.model_report(d)),
-        (LineageFormat::Text, Some(Target::Column(col))) => out.report(&g.column_report(col)),
+        (LineageFormat::Text, None) => report_in(
+            out,
+            c.lineage_overview(scope.nodes.as_ref()),
+            environment,
+        ),
+        (LineageFormat::Text, Some(Target::Dataset(d))) => {
+            report_in(out, g.model_report(d), environment)
+        }
+        (LineageFormat::Text, Some(Target::Column(col))) => {
+            report_in(out, g.column_report(col), environment)
+        }
     }
     EXIT_OK
+}
+
+/// Prints `report`, with what the environment reads when `--ref` named one.
+fn report_in<R: Report>(out: Output, report: R, environment: Option<EnvironmentReads>) {
+    match environment {
+        None => out.report(&report),
+        Some(environment) => out.report(&InEnvironment {
+            report,
+            environment,
+        }),
+    }
 }
 
 pub async fn impact(paths: &Paths, target: Option<&str>, scope: &ScopeArgs, json: bool) -> u8 {

@@ -144,7 +144,8 @@ pub enum Command {
         command: state::StateCommand,
     },
     /// Compare a model's data: its workspace definition against its last materialisation
-    /// (or any two sides with --from/--to); exit 1 when the model's diff policy is violated.
+    /// (or any two sides with --from/--to); without a model, two environments dataset by
+    /// dataset (`--from <ref> --to <ref>`); exit 1 when a diff policy is violated.
     Diff {
         #[command(flatten)]
         args: diff::DiffCliArgs,
@@ -173,6 +174,10 @@ pub enum Command {
         /// Evaluate the gates only; publish nothing.
         #[arg(long)]
         check: bool,
+        /// The `data_diff` gate requires a `--full` branch diff of the target and the
+        /// candidate at their current hashes (`diff --from <target> --to <candidate> --full`).
+        #[arg(long)]
+        require_diff: bool,
     },
     /// Roll an environment back to before a promotion (`--ref main --to <promotion>`), or one
     /// model's table to an earlier Delta version (`<model> --to <version>`).
@@ -214,6 +219,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 | Command::Inspect { .. }
                 | Command::Explain { .. }
                 | Command::Diff { .. }
+                | Command::Lineage { .. }
                 | Command::Run { .. }
                 | Command::Test { .. }
                 | Command::Apply { .. }
@@ -226,7 +232,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                     format!("--ref {reference}: this command does not take an environment"),
                 )
                 .with_help(
-                    "--ref applies to plan, run, test, apply, list, inspect, explain, diff and rollback",
+                    "--ref applies to plan, run, test, apply, list, inspect, explain, lineage, diff and rollback",
                 ),
                 json,
             );
@@ -298,9 +304,14 @@ pub async fn dispatch(cli: Cli) -> u8 {
             from,
             to,
             check,
+            require_diff,
         } => {
             let from = candidate.or(from).unwrap_or_default();
-            environments::promote(&paths, &from, &to, check, json).await
+            let options = phlo_transform_exec::environments::promote::PromoteOptions {
+                check,
+                require_diff,
+            };
+            environments::promote(&paths, &from, &to, options, json).await
         }
         Command::Rollback { model, to } => {
             environments::rollback(&paths, model.as_deref(), &to, json).await

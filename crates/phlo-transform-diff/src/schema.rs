@@ -31,6 +31,14 @@ pub struct SchemaDiff {
 }
 
 impl SchemaDiff {
+    /// The difference of two schemas alone: no key, no renames, no values compared (a branch
+    /// diff's schema and nullability changes; an added or removed table is all its columns).
+    pub fn between(base: &Schema, candidate: &Schema) -> SchemaDiff {
+        Alignment::new(base, candidate, &DiffOptions::default())
+            .map(|a| a.schema_diff)
+            .expect("without key, map, exclusions or tolerances nothing can be missing")
+    }
+
     pub fn is_empty(&self) -> bool {
         self.added.is_empty()
             && self.removed.is_empty()

@@ -283,7 +283,9 @@ async fn execute_leased(
     })?;
     // The run's writes become the environment's pointers, and the run is bound to them.
     if let Some(b) = binding {
-        b.commit_run(store, &report).await.map_err(|d| vec![d])?;
+        b.commit_run(store, &report, c, request.artifacts.path())
+            .await
+            .map_err(|d| vec![d])?;
     }
     let artifacts = front
         .write_compile_artifacts(request.command.lineage())

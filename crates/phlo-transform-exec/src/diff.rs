@@ -111,7 +111,7 @@ fn policy_section<'a>(c: &'a Compilation, model: &str) -> Option<&'a DiffSection
 }
 
 /// The model's Delta table at `at`, and the version read.
-async fn delta_frame(
+pub(crate) async fn delta_frame(
     engine: &LocalEngine,
     name: &str,
     at: DeltaAt,
@@ -317,33 +317,12 @@ async fn side_frame(
     }
 }
 
-fn short(version: &str) -> &str {
-    &version[..version.len().min(12)]
-}
-
-/// Runs `diff` for one model on the local engine.
-pub async fn diff_model(
-    c: &Compilation,
-    engine: &LocalEngine,
-    args: DiffArgs,
-) -> Result<DiffReport, Diagnostic> {
-    let index = c.model_index(&args.model).ok_or_else(|| {
-        let names = c.models.iter().map(|m| m.name.as_str());
-        Diagnostic::error(
-            codes::UNKNOWN_MODEL,
-            format!("no model named `{}`", args.model),
-        )
-        .with_suggestions(phlo_transform_core::did_you_mean(&args.model, names))
-        .with_help("`phlo-transform list` shows every model")
-    })?;
-    let model = c.models[index].name.as_str().to_string();
-    let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
-    let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
-    let (base, base_description) = side_frame(c, engine, index, &base_spec).await?;
-    let (candidate, cand_description) = side_frame(c, engine, index, &cand_spec).await?;
-    let key = if !args.key.is_empty() {
+/// The key of model `index`'s diff: `given` (`--key`), else its `@key`, else the grain
+/// inferred from its plan, else none.
+pub(crate) fn key_for(c: &Compilation, index: usize, given: &[String]) -> KeyChoice {
+    if !given.is_empty() {
         KeyChoice {
-            columns: args.key.clone(),
+            columns: given.to_vec(),
             source: KeySource::Option,
             from: None,
         }
@@ -369,43 +348,76 @@ pub async fn diff_model(
             source: KeySource::None,
             from: None,
         }
-    };
-    let mut options = args.options.clone();
+    }
+}
+
+/// Model `model`'s `[model."x".diff]` policy, and `options` with its column tolerances.
+pub(crate) fn policy_for(
+    c: &Compilation,
+    model: &str,
+    mut options: DiffOptions,
+) -> Result<(DiffOptions, DiffPolicy), Diagnostic> {
     let mut policy = DiffPolicy::default();
-    if let Some(section) = policy_section(c, &model) {
-        policy.max_removed_rows = section.max_removed_rows;
-        policy.max_added_rows = section.max_added_rows;
-        policy.max_changed_fraction = section.max_changed_fraction;
-        for (column, col) in &section.columns {
-            if let Some(t) = col.tolerance {
-                if t.is_nan() || t < 0.0 {
-                    return Err(Diagnostic::error(
-                        codes::DIFF_INVALID_OPTION,
-                        format!(
-                            "[model.\"{model}\".diff.columns.{column}] tolerance = {t} is negative"
-                        ),
-                    )
-                    .with_help("a tolerance is an absolute difference, 0 or more"));
-                }
-                options.tolerances.entry(column.clone()).or_insert(t);
+    let Some(section) = policy_section(c, model) else {
+        return Ok((options, policy));
+    };
+    policy.max_removed_rows = section.max_removed_rows;
+    policy.max_added_rows = section.max_added_rows;
+    policy.max_changed_fraction = section.max_changed_fraction;
+    for (column, col) in &section.columns {
+        if let Some(t) = col.tolerance {
+            if t.is_nan() || t < 0.0 {
+                return Err(Diagnostic::error(
+                    codes::DIFF_INVALID_OPTION,
+                    format!("[model.\"{model}\".diff.columns.{column}] tolerance = {t} is negative"),
+                )
+                .with_help("a tolerance is an absolute difference, 0 or more"));
             }
-            if let Some(max) = col.max_changed_values {
-                policy.max_changed_values.insert(column.clone(), max);
-            }
+            options.tolerances.entry(column.clone()).or_insert(t);
         }
-        if let Some(f) = section
-            .max_changed_fraction
-            .filter(|f| !(0.0..=1.0).contains(f))
-        {
-            return Err(Diagnostic::error(
-                codes::DIFF_INVALID_OPTION,
-                format!(
-                    "[model.\"{model}\".diff] max_changed_fraction = {f} is not between 0 and 1"
-                ),
-            )
-            .with_help("write e.g. max_changed_fraction = 0.05 for 5%"));
+        if let Some(max) = col.max_changed_values {
+            policy.max_changed_values.insert(column.clone(), max);
         }
     }
+    if let Some(f) = section
+        .max_changed_fraction
+        .filter(|f| !(0.0..=1.0).contains(f))
+    {
+        return Err(Diagnostic::error(
+            codes::DIFF_INVALID_OPTION,
+            format!("[model.\"{model}\".diff] max_changed_fraction = {f} is not between 0 and 1"),
+        )
+        .with_help("write e.g. max_changed_fraction = 0.05 for 5%"));
+    }
+    Ok((options, policy))
+}
+
+fn short(version: &str) -> &str {
+    &version[..version.len().min(12)]
+}
+
+/// Runs `diff` for one model on the local engine.
+pub async fn diff_model(
+    c: &Compilation,
+    engine: &LocalEngine,
+    args: DiffArgs,
+) -> Result<DiffReport, Diagnostic> {
+    let index = c.model_index(&args.model).ok_or_else(|| {
+        let names = c.models.iter().map(|m| m.name.as_str());
+        Diagnostic::error(
+            codes::UNKNOWN_MODEL,
+            format!("no model named `{}`", args.model),
+        )
+        .with_suggestions(phlo_transform_core::did_you_mean(&args.model, names))
+        .with_help("`phlo-transform list` shows every model")
+    })?;
+    let model = c.models[index].name.as_str().to_string();
+    let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
+    let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
+    let (base, base_description) = side_frame(c, engine, index, &base_spec).await?;
+    let (candidate, cand_description) = side_frame(c, engine, index, &cand_spec).await?;
+    let key = key_for(c, index, &args.key);
+    let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
     // enforce, as the materialised side's table does.
     let config = c.config(index);

@@ -52,6 +52,8 @@ pub struct CommandTarget<'a> {
     pub root: &'a Path,
     /// The embedded engine's warehouse root (`.phlo/warehouse`).
     pub warehouse: &'a Path,
+    /// The artifact directory (`.phlo/transform`), where evidence is exported.
+    pub artifacts: &'a Path,
     /// The state store (`--state`; the front end's default otherwise).
     pub state: &'a StateLocation,
     /// `--adapter <name>`; `None`: the workspace's `[adapter]`.
@@ -89,6 +91,7 @@ impl CommandTarget<'_> {
         let store = self.open_state().await?;
         let target = Workspace::load(self.root)?.adapter_target(self.adapter)?;
         crate::environments::for_target(store, self.warehouse, &target, self.root)
+            .map(|envs| envs.with_artifacts(self.artifacts))
     }
 
     /// The environment `--ref` names (default main) when the target has environments (the

@@ -21,7 +21,7 @@ pub use records::{
     RunRecord, RunSummary,
 };
 pub use refs::{
-    pointer_hash, CreatedFrom, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding,
+    pointer_hash, CreatedFrom, EvidenceRecord, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding,
     VersionSwap,
 };
 pub use sqlite::SqliteStateStore;
@@ -97,6 +97,10 @@ pub trait StateStore: Send + Sync {
     async fn refs(&self) -> Result<Vec<RefRecord>>;
     /// Every promotion and rollback record, most recent first.
     async fn ref_events(&self) -> Result<Vec<RefEvent>>;
+    /// Records `evidence` once: a record with its id already there is kept as it is.
+    async fn record_evidence(&self, evidence: &EvidenceRecord) -> Result<()>;
+    /// The evidence of `kind` about `reference`, most recent first.
+    async fn evidence(&self, kind: &str, reference: &str) -> Result<Vec<EvidenceRecord>>;
     /// Applies `swap` in one transaction; `false` (and nothing written) when a reference it
     /// expects at a hash has moved.
     async fn swap_refs(&self, swap: &RefSwap) -> Result<bool>;

@@ -101,13 +101,29 @@ pub struct RefEvent {
     pub body: serde_json::Value,
 }
 
+/// An evidence record (SPEC §45, §52): what a command established about a reference at one
+/// hash, written once and never changed; deleted with its reference.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceRecord {
+    pub evidence_id: String,
+    /// `environment` or `branch_diff`.
+    pub kind: String,
+    /// The reference it is about (a branch diff: its candidate side).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// That reference's hash when it was established.
+    pub hash: String,
+    pub at: String,
+    pub body: serde_json::Value,
+}
+
 /// One reference written by a [`RefSwap`].
 #[derive(Clone, Debug)]
 pub struct RefWrite {
     pub name: String,
     /// The hash the reference must still have; `None`: it must not exist yet.
     pub expected: Option<String>,
-    /// The new record; `None` deletes the reference.
+    /// The new record; `None` deletes the reference, and its evidence with it.
     pub record: Option<RefRecord>,
 }
 

@@ -658,6 +658,58 @@ macro_rules! impl_state_store {
                     .collect()
             }
 
+            async fn record_evidence(&self, e: &$crate::EvidenceRecord) -> $crate::Result<()> {
+                let sql = $sql(
+                    "INSERT INTO evidence (evidence_id, kind, ref, hash, at, body) VALUES (?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (evidence_id) DO NOTHING",
+                );
+                sqlx::query(&sql)
+                    .bind(&e.evidence_id)
+                    .bind(&e.kind)
+                    .bind(&e.reference)
+                    .bind(&e.hash)
+                    .bind(&e.at)
+                    .bind(e.body.to_string())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("recording evidence", e))?;
+                Ok(())
+            }
+
+            async fn evidence(
+                &self,
+                kind: &str,
+                reference: &str,
+            ) -> $crate::Result<Vec<$crate::EvidenceRecord>> {
+                use sqlx::Row;
+                let sql = $sql(
+                    "SELECT evidence_id, kind, ref, hash, at, body FROM evidence
+                     WHERE kind = ? AND ref = ? ORDER BY at DESC, evidence_id DESC",
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(kind)
+                    .bind(reference)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::StateError::from_sqlx("reading evidence", e))?;
+                rows.iter()
+                    .map(|r| {
+                        Ok($crate::EvidenceRecord {
+                            evidence_id: r.get("evidence_id"),
+                            kind: r.get("kind"),
+                            reference: r.get("ref"),
+                            hash: r.get("hash"),
+                            at: r.get("at"),
+                            body: serde_json::from_str(&r.get::<String, _>("body")).map_err(
+                                |e| $crate::StateError {
+                                    message: format!("a recorded evidence record is corrupt: {e}"),
+                                },
+                            )?,
+                        })
+                    })
+                    .collect()
+            }
+
             async fn swap_refs(&self, swap: &$crate::RefSwap) -> $crate::Result<bool> {
                 let fail = |e| $crate::StateError::from_sqlx("changing references", e);
                 let mut tx = self.pool.begin().await.map_err(fail)?;
@@ -708,6 +760,15 @@ macro_rules! impl_state_store {
                         tx.rollback().await.map_err(fail)?;
                         return Ok(false);
                     }
+                }
+                // A deleted reference's evidence goes with it.
+                for w in swap.writes.iter().filter(|w| w.record.is_none()) {
+                    let sql = $sql("DELETE FROM evidence WHERE ref = ?");
+                    sqlx::query(&sql)
+                        .bind(&w.name)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail)?;
                 }
                 for (name, hash) in &swap.unchanged {
                     let sql = $sql("UPDATE refs SET hash = hash WHERE name = ? AND hash = ?");

@@ -65,6 +65,7 @@ suite!(
     runs_are_found_by_unique_prefix,
     model_history_and_materialisations,
     attempts_reopened_runs_and_continuations_round_trip,
+    evidence_is_written_once_and_deleted_with_its_reference,
 );
 
 async fn store(location: &StateLocation) -> Arc<dyn StateStore> {
@@ -572,4 +573,59 @@ async fn attempts_reopened_runs_and_continuations_round_trip(location: StateLoca
     store.begin_run(&next).await.unwrap();
     let found = &store.runs_with_prefix("r2", 2).await.unwrap()[0];
     assert_eq!(found.continued_from.as_deref(), Some("r1"));
+}
+
+async fn evidence_is_written_once_and_deleted_with_its_reference(location: StateLocation) {
+    use crate::{EvidenceRecord, RefRecord, RefSwap, RefWrite};
+    let store = store(&location).await;
+    let evidence = |id: &str, at: &str, body: serde_json::Value| EvidenceRecord {
+        evidence_id: id.into(),
+        kind: "environment".into(),
+        reference: "dev".into(),
+        hash: "h1".into(),
+        at: at.into(),
+        body,
+    };
+    store
+        .record_evidence(&evidence("e1", "2026-01-01T00:00:00Z", serde_json::json!({"n": 1})))
+        .await
+        .unwrap();
+    // Immutable: the same id again keeps the first record.
+    store
+        .record_evidence(&evidence("e1", "2026-01-03T00:00:00Z", serde_json::json!({"n": 9})))
+        .await
+        .unwrap();
+    store
+        .record_evidence(&evidence("e2", "2026-01-02T00:00:00Z", serde_json::json!({"n": 2})))
+        .await
+        .unwrap();
+    let found = store.evidence("environment", "dev").await.unwrap();
+    assert_eq!(
+        found.iter().map(|e| e.evidence_id.as_str()).collect::<Vec<_>>(),
+        ["e2", "e1"]
+    );
+    assert_eq!(found[1].body["n"], 1);
+    assert!(store.evidence("branch_diff", "dev").await.unwrap().is_empty());
+    // Deleting the reference deletes its evidence in the same transaction.
+    let record = RefRecord {
+        name: "dev".into(),
+        hash: "h1".into(),
+        environment: "dev".into(),
+        pointers: BTreeMap::new(),
+        created_from: None,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        updated_at: "2026-01-01T00:00:00Z".into(),
+        run: None,
+    };
+    let write = |expected: Option<&str>, record: Option<RefRecord>| RefSwap {
+        writes: vec![RefWrite {
+            name: "dev".into(),
+            expected: expected.map(str::to_string),
+            record,
+        }],
+        ..RefSwap::default()
+    };
+    assert!(store.swap_refs(&write(None, Some(record))).await.unwrap());
+    assert!(store.swap_refs(&write(Some("h1"), None)).await.unwrap());
+    assert!(store.evidence("environment", "dev").await.unwrap().is_empty());
 }

@@ -2,7 +2,9 @@
 
 use super::Report;
 use phlo_transform_exec::environments::promote::Promotion;
-use phlo_transform_exec::environments::report::{RefCreated, RefDeleted, RefDetail, RefList};
+use phlo_transform_exec::environments::report::{
+    InEnvironment, RefCreated, RefDeleted, RefDetail, RefList,
+};
 use phlo_transform_exec::environments::rollback::Rollback;
 use std::fmt::Write;
 
@@ -115,5 +117,28 @@ impl Report for Rollback {
             "Rolled back {what}`{}` to {}: {} → {} (rollback {})\n",
             self.reference, self.to, self.hash_before, self.hash_after, self.rollback_id
         )
+    }
+}
+
+impl<R: Report> Report for InEnvironment<R> {
+    fn human(&self) -> String {
+        let mut out = self.report.human();
+        let e = &self.environment;
+        let _ = writeln!(out, "\nIn `{}`@{}, read from:", e.reference, e.hash);
+        if e.reads.is_empty() {
+            let _ = writeln!(out, "  (nothing: it points at none of these models)");
+        }
+        for p in &e.reads {
+            let version = p
+                .delta_version
+                .map(|v| format!(" @ v{v}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<32} {}{version}  (built in {})",
+                p.model, p.location, p.built_in
+            );
+        }
+        out
     }
 }

@@ -551,6 +551,11 @@ codes! {
         help: "See docs/diff.md for the options and policy keys.",
         explanation: "Covers bad tolerances, strategies, sample sizes and --output paths.",
     }
+    BRANCH_DIFF_SELF = "D007" {
+        summary: "A branch diff compares a reference with itself.",
+        help: "Compare a candidate with its base: `diff --from main --to <candidate>`.",
+        explanation: "`diff --from <ref> --to <ref>` (no model) compares two environments dataset by dataset (SPEC §52); a reference against itself is never evidence, so it is refused.",
+    }
     DIFF_TOO_MANY_REMOVED = "D010" {
         summary: "Policy: more removed rows than `max_removed_rows`.",
         help: "Check why rows disappeared, or raise the threshold.",
@@ -630,7 +635,7 @@ codes! {
     PROMOTION_BLOCKED = "Y011" {
         summary: "A promotion gate failed: nothing was published.",
         help: "Read the failed gate's detail: run the candidate again (`run --ref <name>`), fix the failing tests, or recreate the candidate from the current target.",
-        explanation: "`promote` publishes a candidate only when every gate passes (SPEC §47): run (its last run passed and is bound to its current hash), tests, blocked, schema (no breaking column change), base (the target is still at the hash the candidate was created from) and conflicts.",
+        explanation: "`promote` publishes a candidate only when every gate passes (SPEC §47): run (its last run passed and is bound to its current hash), tests, blocked, schema (no breaking column change), data_diff (no diff policy violated by the branch diff recorded for both hashes; with --require-diff such a --full diff must exist), base (the target is still at the hash the candidate was created from) and conflicts.",
     }
     STALE_REF = "Y012" {
         summary: "A reference moved while it was being changed: nothing was written.",

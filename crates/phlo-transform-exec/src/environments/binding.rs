@@ -199,32 +199,42 @@ impl Binding {
     }
 
     /// After a run: the models it wrote now point at this environment's own tables (their
-    /// latest versions), and the run is bound to the resulting hash — what the `run` gate
-    /// checks. Nothing to do for `main` unpinned (it reads its own tables as they are).
+    /// latest versions), models no longer in the workspace (`c`) are no longer pointed at,
+    /// and the run is bound to the resulting hash — what the `run` gate checks. A candidate's
+    /// new state is recorded as environment evidence (exported into `artifacts`). Nothing to
+    /// do for `main` unpinned (it reads its own tables as they are).
     pub async fn commit_run(
         &self,
         store: &Arc<dyn StateStore>,
         report: &RunReport,
+        c: &Compilation,
+        artifacts: &Path,
     ) -> Result<Option<RefRecord>, Diagnostic> {
         if self.record.is_none() {
             return Ok(None);
         }
-        if let Some(b) = &self.branch {
-            let envs = Environments {
-                store: store.clone(),
-                warehouse: self.warehouse.clone(),
-                branches: Some(b.branches.clone()),
-            };
-            return envs
-                .branch_commit_run(&self.reference, report)
-                .await
-                .map(Some);
-        }
         let envs = Environments {
             store: store.clone(),
             warehouse: self.warehouse.clone(),
-            branches: None,
+            branches: self.branch.as_ref().map(|b| b.branches.clone()),
+            artifacts: Some(artifacts.to_path_buf()),
         };
+        let next = if self.branch.is_some() {
+            envs.branch_commit_run(&self.reference, report).await?
+        } else {
+            self.commit_local(&envs, report, c).await?
+        };
+        envs.record_environment(&next).await?;
+        Ok(Some(next))
+    }
+
+    async fn commit_local(
+        &self,
+        envs: &Environments,
+        report: &RunReport,
+        c: &Compilation,
+    ) -> Result<RefRecord, Diagnostic> {
+        let store = &envs.store;
         let current = envs.get(&self.reference).await?;
         let records = store
             .materializations(&self.environment)
@@ -235,6 +245,7 @@ impl Binding {
             .map(|r| (r.model_name.as_str(), r))
             .collect();
         let mut pointers = current.pointers.clone();
+        pointers.retain(|id, _| c.models.iter().any(|m| &m.id == id));
         for m in report.models.iter().filter(|m| m.status == "passed") {
             let Some(record) = by_name.get(m.name.as_str()) else {
                 continue;
@@ -264,7 +275,7 @@ impl Binding {
                 self.reference, report.run_id
             )));
         }
-        Ok(Some(next))
+        Ok(next)
     }
 }
 

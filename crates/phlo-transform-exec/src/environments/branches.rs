@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::binding::BranchBinding;
-use super::promote::{base_gate, provenance, schema_gate, Gate, Promotion};
+use super::promote::{base_gate, provenance, schema_gate, Gate, PromoteOptions, Promotion};
 use super::rollback::{promotion_before, Rollback};
 use super::{
     candidate_record, check_ref_name, exists, main_protected, now, stale, state_error, unknown_ref,
@@ -342,7 +342,7 @@ impl Environments {
         &self,
         from: &str,
         to: &str,
-        check: bool,
+        options: PromoteOptions,
     ) -> Result<Promotion, Diagnostic> {
         if to != MAIN {
             return Err(Diagnostic::error(
@@ -357,6 +357,10 @@ impl Environments {
         let target = self.live(to).await?;
         let mut gates = self.run_gates(&candidate.record).await?;
         gates.push(schema_gate(&candidate.record, &target.record));
+        gates.push(
+            self.data_diff_gate(&candidate.record, &target.record, options.require_diff)
+                .await?,
+        );
         gates.extend(
             self.branch_base_gates(&candidate.record, &target.record)
                 .await?,
@@ -367,11 +371,12 @@ impl Environments {
             to: to.to_string(),
             from_hash: candidate.record.hash.clone(),
             to_hash: target.record.hash.clone(),
-            check,
+            check: options.check,
+            require_diff: options.require_diff,
             gates,
             promotion_id: None,
         };
-        if check || !promotion.gates_passed() {
+        if options.check || !promotion.gates_passed() {
             return Ok(promotion);
         }
         let lease = WriterLease::acquire(self.store.clone(), MAIN_ENVIRONMENT, WAIT).await?;

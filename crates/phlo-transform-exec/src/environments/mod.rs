@@ -11,7 +11,11 @@
 //! (records its pointers), and from then on every run of `main` moves its pointers forward.
 
 pub(crate) mod binding;
+pub mod branch_diff;
 pub mod branches;
+pub mod data_diff_gate;
+pub mod evidence;
+pub mod gate;
 pub mod promote;
 pub mod report;
 pub mod rollback;
@@ -42,6 +46,8 @@ pub struct Environments {
     pub(crate) warehouse: PathBuf,
     /// On Trino + Nessie: the branches references are ([`branches`]).
     pub(crate) branches: Option<Arc<phlo_transform_adapter::trino::branches::Branches>>,
+    /// Where evidence is exported (`.phlo/transform/`); `None`: recorded in the state only.
+    pub(crate) artifacts: Option<PathBuf>,
 }
 
 /// The record of candidate `name` as created from `base`: the base's pointers and hash, and
@@ -112,19 +118,24 @@ pub fn environment_of(name: &str) -> String {
     }
 }
 
-/// The own root of reference `name`, relative to the warehouse root: empty for `main`,
-/// `.refs/<sanitised name>_<8 hex of its SHA-256>` for a candidate (punctuation-equivalent
-/// names such as `ci/pr-1` and `ci_pr_1` never share a folder).
-pub fn own_dir(name: &str) -> PathBuf {
-    if name == MAIN {
-        return PathBuf::new();
-    }
+/// Reference `name` as a file name: `<sanitised name>_<8 hex of its SHA-256>`, so
+/// punctuation-equivalent names such as `ci/pr-1` and `ci_pr_1` never share one.
+pub fn slug(name: &str) -> String {
     let sanitised: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let hash = &phlo_transform_core::hash::sha256_hex(name)[..8];
-    Path::new(REFS_DIR).join(format!("{sanitised}_{hash}"))
+    format!("{sanitised}_{hash}")
+}
+
+/// The own root of reference `name`, relative to the warehouse root: empty for `main`,
+/// `.refs/<slug>` for a candidate ([`slug`]).
+pub fn own_dir(name: &str) -> PathBuf {
+    if name == MAIN {
+        return PathBuf::new();
+    }
+    Path::new(REFS_DIR).join(slug(name))
 }
 
 fn location(dir: &Path, relation: &str, view: bool) -> String {
@@ -142,7 +153,14 @@ impl Environments {
             store,
             warehouse: warehouse.to_path_buf(),
             branches: None,
+            artifacts: None,
         }
+    }
+
+    /// Evidence is exported into `dir` too (the artifact directory).
+    pub fn with_artifacts(mut self, dir: &Path) -> Self {
+        self.artifacts = Some(dir.to_path_buf());
+        self
     }
 
     /// Every recorded reference; `main` is listed even before it is pinned.
@@ -244,12 +262,19 @@ impl Environments {
     }
 
     /// `ref create <name> --from <base>`: a candidate holding the base's pointers, with the
-    /// base and its hash recorded as `created_from`. Pins `main` first when it is the base
-    /// and has no record yet.
+    /// base and its hash recorded as `created_from`, and its environment evidence. Pins
+    /// `main` first when it is the base and has no record yet.
     pub async fn create(&self, name: &str, from: &str) -> Result<RefRecord, Diagnostic> {
-        if self.branches.is_some() {
-            return self.branch_create(name, from).await;
-        }
+        let created = if self.branches.is_some() {
+            self.branch_create(name, from).await?
+        } else {
+            self.local_create(name, from).await?
+        };
+        self.record_environment(&created).await?;
+        Ok(created)
+    }
+
+    async fn local_create(&self, name: &str, from: &str) -> Result<RefRecord, Diagnostic> {
         check_ref_name(name)?;
         if name == MAIN {
             return Err(exists(name));
@@ -291,11 +316,18 @@ impl Environments {
 
     /// `ref delete <name>`: the reference, its state environment's records and the tables in
     /// its own root that no other reference or recorded promotion still points at. `main` is
-    /// refused (Y009).
+    /// refused (Y009). Its evidence goes with it, exports included.
     pub async fn delete(&self, name: &str) -> Result<RefRecord, Diagnostic> {
-        if self.branches.is_some() {
-            return self.branch_delete(name).await;
-        }
+        let deleted = if self.branches.is_some() {
+            self.branch_delete(name).await?
+        } else {
+            self.local_delete(name).await?
+        };
+        self.remove_exports(name);
+        Ok(deleted)
+    }
+
+    async fn local_delete(&self, name: &str) -> Result<RefRecord, Diagnostic> {
         if name == MAIN {
             return Err(main_protected());
         }

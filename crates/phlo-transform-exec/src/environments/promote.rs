@@ -14,22 +14,15 @@ use std::time::Duration;
 use super::{now, stale, state_error, Environments};
 use crate::WriterLease;
 
-/// One gate's verdict.
-#[derive(Clone, Debug, Serialize)]
-pub struct Gate {
-    pub name: &'static str,
-    pub passed: bool,
-    pub detail: String,
-}
+pub use super::gate::Gate;
 
-impl Gate {
-    pub(super) fn new(name: &'static str, passed: bool, detail: impl Into<String>) -> Self {
-        Gate {
-            name,
-            passed,
-            detail: detail.into(),
-        }
-    }
+/// How `promote` was asked.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PromoteOptions {
+    /// `--check`: evaluate the gates, publish nothing.
+    pub check: bool,
+    /// `--require-diff`: the `data_diff` gate needs a current `--full` branch diff.
+    pub require_diff: bool,
 }
 
 /// What `promote` did (the `--json` document).
@@ -44,6 +37,8 @@ pub struct Promotion {
     pub to_hash: String,
     /// `--check`: evaluated only.
     pub check: bool,
+    /// `--require-diff`: a current `--full` branch diff was required.
+    pub require_diff: bool,
     pub gates: Vec<Gate>,
     /// The PromotionRecord's id, once published.
     pub promotion_id: Option<String>,
@@ -92,7 +87,7 @@ impl Environments {
         &self,
         from: &str,
         to: &str,
-        check: bool,
+        options: PromoteOptions,
     ) -> Result<Promotion, Diagnostic> {
         if from == to {
             return Err(Diagnostic::error(
@@ -102,22 +97,25 @@ impl Environments {
             .with_help("promote a candidate into its base: `promote <candidate> --to main`"));
         }
         if self.branches.is_some() {
-            return self.branch_promote(from, to, check).await;
+            return self.branch_promote(from, to, options).await;
         }
         let candidate = self.get(from).await?;
         let target = self.get(to).await?;
-        let gates = self.gates(&candidate, &target).await?;
+        let gates = self
+            .gates(&candidate, &target, options.require_diff)
+            .await?;
         let mut promotion = Promotion {
             promoted: false,
             from: from.to_string(),
             to: to.to_string(),
             from_hash: candidate.hash.clone(),
             to_hash: target.hash.clone(),
-            check,
+            check: options.check,
+            require_diff: options.require_diff,
             gates,
             promotion_id: None,
         };
-        if check || !promotion.gates_passed() {
+        if options.check || !promotion.gates_passed() {
             return Ok(promotion);
         }
         // No run of the target writes while its pointers are swapped.
@@ -134,9 +132,14 @@ impl Environments {
         &self,
         candidate: &RefRecord,
         target: &RefRecord,
+        require_diff: bool,
     ) -> Result<Vec<Gate>, Diagnostic> {
         let mut gates = self.run_gates(candidate).await?;
         gates.push(schema_gate(candidate, target));
+        gates.push(
+            self.data_diff_gate(candidate, target, require_diff)
+                .await?,
+        );
         let (base, conflicts) = base_gates(candidate, target);
         gates.push(base);
         gates.push(conflicts);

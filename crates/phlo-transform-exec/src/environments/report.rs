@@ -1,9 +1,14 @@
 //! The reports of `ref list | show | create | delete`: a reference's summary, and with its
-//! pointers, last run and events its detail.
+//! pointers, last run and events its detail; and what a reference reads, which `lineage
+//! --ref` adds to the lineage it reports.
 
-use phlo_transform_state::{RefEvent, RefRecord, RunBinding};
+use phlo_transform_core::Diagnostic;
+use phlo_transform_state::{Pointer, RefEvent, RefRecord, RunBinding};
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use super::Environments;
 
 /// `created_from` of a summary: the base and its hash when the reference was created.
 #[derive(Debug, Serialize)]
@@ -80,6 +85,23 @@ pub struct RefDetail {
     pub events: Vec<RefEvent>,
 }
 
+impl PointerRow {
+    /// `warehouse`: the embedded engine's root (`None` on Trino + Nessie: no path).
+    fn new(p: &Pointer, warehouse: Option<&Path>) -> Self {
+        PointerRow {
+            model: p.model_name.clone(),
+            kind: p.kind.clone(),
+            location: p.location.clone(),
+            path: warehouse.map(|w| w.join(&p.location)),
+            delta_version: p.delta_version,
+            identity: p.identity.clone(),
+            built_in: p.built_in.clone(),
+            version: p.record.version.clone(),
+            run_id: p.record.run_id.clone(),
+        }
+    }
+}
+
 impl RefDetail {
     /// `warehouse`: the embedded engine's root; `branch`: on Trino + Nessie, the branch and
     /// catalog instead.
@@ -98,17 +120,7 @@ impl RefDetail {
             pointers: r
                 .pointers
                 .values()
-                .map(|p| PointerRow {
-                    model: p.model_name.clone(),
-                    kind: p.kind.clone(),
-                    location: p.location.clone(),
-                    path: (!on_branch).then(|| warehouse.join(&p.location)),
-                    delta_version: p.delta_version,
-                    identity: p.identity.clone(),
-                    built_in: p.built_in.clone(),
-                    version: p.record.version.clone(),
-                    run_id: p.record.run_id.clone(),
-                })
+                .map(|p| PointerRow::new(p, (!on_branch).then_some(warehouse)))
                 .collect(),
             run: r.run.clone(),
             events,
@@ -131,4 +143,47 @@ pub struct RefCreated {
 pub struct RefDeleted {
     pub deleted: String,
     pub hash: String,
+}
+
+/// What reference `ref` reads: the physical table (at a version) of each model in scope.
+#[derive(Debug, Serialize)]
+pub struct EnvironmentReads {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub hash: String,
+    /// Sorted by model name; a model it has no pointer to is not listed (nothing is read).
+    pub reads: Vec<PointerRow>,
+}
+
+/// A report as seen from an environment (`lineage --ref`): its own fields, and what the
+/// environment reads.
+#[derive(Debug, Serialize)]
+pub struct InEnvironment<R> {
+    #[serde(flatten)]
+    pub report: R,
+    pub environment: EnvironmentReads,
+}
+
+impl Environments {
+    /// What reference `name` reads of the models in `scope` (every model: `None`).
+    pub async fn reads(
+        &self,
+        name: &str,
+        scope: Option<&BTreeSet<&str>>,
+    ) -> Result<EnvironmentReads, Diagnostic> {
+        let r = self.get(name).await?;
+        let warehouse = self.branches.is_none().then_some(self.warehouse.as_path());
+        let mut reads: Vec<PointerRow> = r
+            .pointers
+            .values()
+            .filter(|p| scope.is_none_or(|s| s.contains(p.model_name.as_str())))
+            .map(|p| PointerRow::new(p, warehouse))
+            .collect();
+        reads.sort_by(|a, b| a.model.cmp(&b.model));
+        Ok(EnvironmentReads {
+            reference: r.name,
+            hash: r.hash,
+            reads,
+        })
+    }
 }
