@@ -46,6 +46,11 @@ const STEPS: &[(&str, &[&str])] = &[
     ("ref_show", &["ref", "show", "dev"]),
     ("promote_check", &["promote", "dev", "--check"]),
     ("run_dev", &["--ref", "dev", "run", "-j", "1"]),
+    (
+        "branch_diff",
+        &["diff", "--from", "main", "--to", "dev", "--full"],
+    ),
+    ("lineage_ref", &["lineage", "shop.daily", "--ref", "dev"]),
     ("promote", &["promote", "dev"]),
     ("rollback_promotion", &["rollback", "--to", "{promotion}"]),
     ("ref_delete", &["ref", "delete", "dev"]),
