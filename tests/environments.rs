@@ -555,13 +555,17 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     let exported = root.join(format!(".phlo/transform/environment_{}.json", slug("dev")));
-    let evidence: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    let evidence: Value =
+        serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
     assert_eq!(evidence["ref"], "dev");
     assert_eq!(evidence["hash"], created["hash"]);
     assert_eq!(evidence["created_from"]["ref"], "main");
     assert_eq!(evidence["created_from"]["hash"], main_hash(root).as_str());
     assert_eq!(evidence["catalog_status"], "created");
-    assert!(evidence["catalog"].as_str().unwrap().starts_with(".refs/dev_"));
+    assert!(evidence["catalog"]
+        .as_str()
+        .unwrap()
+        .starts_with(".refs/dev_"));
 
     // dev: results changed (rows and a column), a model added, one removed.
     keyed_results(root, "2");
@@ -577,7 +581,8 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         .unwrap()
         .to_string();
     // The run moved dev: its evidence follows, bound to the new hash, provenance kept.
-    let evidence: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    let evidence: Value =
+        serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
     assert_eq!(evidence["hash"], dev_hash.as_str());
     assert_eq!(evidence["created_from"]["ref"], "main");
     let single: Value = serde_json::from_str(
@@ -609,7 +614,10 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         serde_json::json!({"added": 1, "removed": 1, "changed": 2, "unchanged": 1, "absent": 0})
     );
     let results = dataset(&diff, "assay.results");
-    assert_eq!(results["rows"], serde_json::json!({"from": 3, "to": 3, "delta": 0}));
+    assert_eq!(
+        results["rows"],
+        serde_json::json!({"from": 3, "to": 3, "delta": 0})
+    );
     assert_eq!(results["schema"]["added"][0]["name"], "note");
     assert!(results["data"].is_null(), "no keyed diff without --full");
     assert_eq!(
@@ -617,23 +625,38 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         serde_json::json!({"from": 2, "to": null, "delta": -2})
     );
     assert_eq!(dataset(&diff, "reporting.summary")["rows"]["to"], 1);
-    assert_eq!(dataset(&diff, "reporting.summary")["schema"]["added"][0]["name"], "n");
+    assert_eq!(
+        dataset(&diff, "reporting.summary")["schema"]["added"][0]["name"],
+        "n"
+    );
     assert_eq!(dataset(&diff, "assay.raw")["rows"]["from"], 3);
     // Not --full: no evidence for --require-diff.
     let (passed, detail) = data_diff_gate(root, true);
     assert!(!passed && detail.contains("not --full"), "{detail}");
 
     // --full: the changed models diffed row by row on their keys.
-    let full = ok(root, &["diff", "--from", "main", "--to", "dev", "--full", "--json"]);
+    let full = ok(
+        root,
+        &["diff", "--from", "main", "--to", "dev", "--full", "--json"],
+    );
     let data = &dataset(&full, "assay.results")["data"];
     assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
     assert_eq!(
         data["records"],
         serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1})
     );
-    assert_eq!(data["samples"]["added"][0]["key"]["experiment_id"], "exp-004");
-    assert_eq!(data["samples"]["removed"][0]["key"]["experiment_id"], "exp-003");
-    assert_eq!(data["samples"]["modified"][0]["key"]["experiment_id"], "exp-001");
+    assert_eq!(
+        data["samples"]["added"][0]["key"]["experiment_id"],
+        "exp-004"
+    );
+    assert_eq!(
+        data["samples"]["removed"][0]["key"]["experiment_id"],
+        "exp-003"
+    );
+    assert_eq!(
+        data["samples"]["modified"][0]["key"]["experiment_id"],
+        "exp-001"
+    );
     assert_eq!(full["passed"], true);
     // It is recorded and exported as the evidence, and the gate reads it.
     let exported: Value = serde_json::from_str(
@@ -643,11 +666,19 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
     assert_eq!(exported["evidence_id"], full["evidence_id"]);
     let (passed, detail) = data_diff_gate(root, true);
     assert!(passed, "{detail}");
-    assert!(detail.contains(full["evidence_id"].as_str().unwrap()), "{detail}");
+    assert!(
+        detail.contains(full["evidence_id"].as_str().unwrap()),
+        "{detail}"
+    );
     // The text report says the same.
     let text = run(root, &["diff", "--from", "main", "--to", "dev"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    for line in ["CHANGED   assay.results", "ADDED     reporting.summary", "REMOVED   reporting.sites", "+ note Utf8"] {
+    for line in [
+        "CHANGED   assay.results",
+        "ADDED     reporting.summary",
+        "REMOVED   reporting.sites",
+        "+ note Utf8",
+    ] {
         assert!(text.stdout.contains(line), "{line}:\n{}", text.stdout);
     }
 
@@ -663,7 +694,10 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         "phlo.toml",
         "[model.\"assay.results\".diff]\nmax_removed_rows = 0\n",
     );
-    let violated = run(root, &["diff", "--from", "main", "--to", "dev", "--full", "--json"]);
+    let violated = run(
+        root,
+        &["diff", "--from", "main", "--to", "dev", "--full", "--json"],
+    );
     assert_eq!(violated.code, 1, "{}\n{}", violated.stdout, violated.stderr);
     let violated = violated.json();
     assert_eq!(violated["passed"], false);
@@ -692,8 +726,14 @@ fn lineage_under_a_reference_names_the_tables_it_reads() {
     ok(root, &["run", "--json"]);
     ok(root, &["ref", "create", "dev", "--json"]);
     results(root, "result * 2");
-    ok(root, &["run", "--ref", "dev", "-s", "assay.results", "--json"]);
-    let lineage = ok(root, &["lineage", "assay.results", "--ref", "dev", "--json"]);
+    ok(
+        root,
+        &["run", "--ref", "dev", "-s", "assay.results", "--json"],
+    );
+    let lineage = ok(
+        root,
+        &["lineage", "assay.results", "--ref", "dev", "--json"],
+    );
     // The lineage report itself, unchanged…
     assert_eq!(lineage["dataset"], "assay.results");
     // …and where dev reads each model in its lineage.
@@ -702,15 +742,24 @@ fn lineage_under_a_reference_names_the_tables_it_reads() {
     let reads = env["reads"].as_array().unwrap();
     let read = |m: &str| reads.iter().find(|r| r["model"] == m).cloned();
     let results = read("assay.results").unwrap();
-    assert!(results["location"].as_str().unwrap().starts_with(".refs/dev_"));
+    assert!(results["location"]
+        .as_str()
+        .unwrap()
+        .starts_with(".refs/dev_"));
     assert_eq!(results["built_in"], "dev");
     let raw = read("assay.raw").unwrap();
     assert_eq!(raw["location"], "assay.raw");
     assert_eq!(raw["built_in"], "local");
     assert!(raw["delta_version"].is_i64());
-    assert!(read("reporting.sites").is_none(), "outside the lineage: {env}");
+    assert!(
+        read("reporting.sites").is_none(),
+        "outside the lineage: {env}"
+    );
     // Main reads its own table; the documents describe the workspace and refuse --ref.
-    let main = ok(root, &["lineage", "assay.results", "--ref", "main", "--json"]);
+    let main = ok(
+        root,
+        &["lineage", "assay.results", "--ref", "main", "--json"],
+    );
     assert_eq!(
         main["environment"]["reads"]
             .as_array()
@@ -723,7 +772,10 @@ fn lineage_under_a_reference_names_the_tables_it_reads() {
     let text = run(root, &["lineage", "assay.results", "--ref", "dev"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("In `dev`@"), "{}", text.stdout);
-    let refused = run(root, &["lineage", "--format", "graph", "--ref", "dev", "--json"]);
+    let refused = run(
+        root,
+        &["lineage", "--format", "graph", "--ref", "dev", "--json"],
+    );
     assert_eq!(refused.code, 2);
     assert_eq!(refused.json()["diagnostics"][0]["code"], "Y015");
     assert_eq!(

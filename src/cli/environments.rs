@@ -3,10 +3,10 @@
 use clap::Subcommand;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::environments::promote::PromoteOptions;
 use phlo_transform_exec::environments::report::{
     RefCreated, RefDeleted, RefDetail, RefList, RefSummary,
 };
-use phlo_transform_exec::environments::promote::PromoteOptions;
 use phlo_transform_exec::environments::Environments;
 
 use super::render::{fatal, Output};

@@ -2,11 +2,11 @@
 
 use clap::ValueEnum;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
+use phlo_transform_compiler::lineage::Target;
+use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::environments::report::{EnvironmentReads, InEnvironment};
-use phlo_transform_compiler::lineage::Target;
-use phlo_transform_compiler::Compilation;
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 
 use super::render::{self, fatal, Output, Report};
@@ -44,8 +44,7 @@ pub async fn lineage(
     scope: &ScopeArgs,
     json: bool,
 ) -> u8 {
-    if let (Some(r), LineageFormat::Graph | LineageFormat::Openlineage) =
-        (&paths.reference, format)
+    if let (Some(r), LineageFormat::Graph | LineageFormat::Openlineage) = (&paths.reference, format)
     {
         return fatal(
             Diagnostic::error(
@@ -99,11 +98,9 @@ pub async fn lineage(
                 c, &config, &keep,
             ));
         }
-        (LineageFormat::Text, None) => report_in(
-            out,
-            c.lineage_overview(scope.nodes.as_ref()),
-            environment,
-        ),
+        (LineageFormat::Text, None) => {
+            report_in(out, c.lineage_overview(scope.nodes.as_ref()), environment)
+        }
         (LineageFormat::Text, Some(Target::Dataset(d))) => {
             report_in(out, g.model_report(d), environment)
         }

@@ -369,7 +369,9 @@ pub(crate) fn policy_for(
             if t.is_nan() || t < 0.0 {
                 return Err(Diagnostic::error(
                     codes::DIFF_INVALID_OPTION,
-                    format!("[model.\"{model}\".diff.columns.{column}] tolerance = {t} is negative"),
+                    format!(
+                        "[model.\"{model}\".diff.columns.{column}] tolerance = {t} is negative"
+                    ),
                 )
                 .with_help("a tolerance is an absolute difference, 0 or more"));
             }

@@ -21,8 +21,8 @@ pub use records::{
     RunRecord, RunSummary,
 };
 pub use refs::{
-    pointer_hash, CreatedFrom, EvidenceRecord, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding,
-    VersionSwap,
+    pointer_hash, CreatedFrom, EvidenceRecord, Pointer, RefEvent, RefRecord, RefSwap, RefWrite,
+    RunBinding, VersionSwap,
 };
 pub use sqlite::SqliteStateStore;
 

@@ -587,25 +587,44 @@ async fn evidence_is_written_once_and_deleted_with_its_reference(location: State
         body,
     };
     store
-        .record_evidence(&evidence("e1", "2026-01-01T00:00:00Z", serde_json::json!({"n": 1})))
+        .record_evidence(&evidence(
+            "e1",
+            "2026-01-01T00:00:00Z",
+            serde_json::json!({"n": 1}),
+        ))
         .await
         .unwrap();
     // Immutable: the same id again keeps the first record.
     store
-        .record_evidence(&evidence("e1", "2026-01-03T00:00:00Z", serde_json::json!({"n": 9})))
+        .record_evidence(&evidence(
+            "e1",
+            "2026-01-03T00:00:00Z",
+            serde_json::json!({"n": 9}),
+        ))
         .await
         .unwrap();
     store
-        .record_evidence(&evidence("e2", "2026-01-02T00:00:00Z", serde_json::json!({"n": 2})))
+        .record_evidence(&evidence(
+            "e2",
+            "2026-01-02T00:00:00Z",
+            serde_json::json!({"n": 2}),
+        ))
         .await
         .unwrap();
     let found = store.evidence("environment", "dev").await.unwrap();
     assert_eq!(
-        found.iter().map(|e| e.evidence_id.as_str()).collect::<Vec<_>>(),
+        found
+            .iter()
+            .map(|e| e.evidence_id.as_str())
+            .collect::<Vec<_>>(),
         ["e2", "e1"]
     );
     assert_eq!(found[1].body["n"], 1);
-    assert!(store.evidence("branch_diff", "dev").await.unwrap().is_empty());
+    assert!(store
+        .evidence("branch_diff", "dev")
+        .await
+        .unwrap()
+        .is_empty());
     // Deleting the reference deletes its evidence in the same transaction.
     let record = RefRecord {
         name: "dev".into(),
@@ -627,5 +646,9 @@ async fn evidence_is_written_once_and_deleted_with_its_reference(location: State
     };
     assert!(store.swap_refs(&write(None, Some(record))).await.unwrap());
     assert!(store.swap_refs(&write(Some("h1"), None)).await.unwrap());
-    assert!(store.evidence("environment", "dev").await.unwrap().is_empty());
+    assert!(store
+        .evidence("environment", "dev")
+        .await
+        .unwrap()
+        .is_empty());
 }

@@ -194,7 +194,10 @@ async fn read(engine: &LocalEngine, reference: &str, p: &Pointer) -> Result<Read
         (
             frame,
             Some(rows as u64),
-            format!("{name} in `{reference}` (Delta version {version} of {})", p.location),
+            format!(
+                "{name} in `{reference}` (Delta version {version} of {})",
+                p.location
+            ),
         )
     };
     let schema = frame.schema().as_arrow().clone();
@@ -216,7 +219,10 @@ impl Environments {
         let schema = local_default_schema(c);
         let binding = self.bind(Some(&r.name), schema.as_deref()).await?;
         let (engine, problems) = binding.open_local(c).await;
-        Ok((engine, phlo_transform_adapter::unreadable_relations(problems)))
+        Ok((
+            engine,
+            phlo_transform_adapter::unreadable_relations(problems),
+        ))
     }
 
     /// `diff --from <from> --to <to> [--full]` on the embedded engine: the report, recorded as

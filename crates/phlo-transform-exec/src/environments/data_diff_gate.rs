@@ -48,7 +48,13 @@ impl Environments {
         let current = recorded
             .iter()
             .find(|r| r.from.hash == target.hash && r.to.hash == candidate.hash);
-        Ok(verdict(candidate, target, current, recorded.first(), require))
+        Ok(verdict(
+            candidate,
+            target,
+            current,
+            recorded.first(),
+            require,
+        ))
     }
 }
 
@@ -71,9 +77,17 @@ fn verdict(
     );
     let unmet = |why: String| {
         if require {
-            Gate::new(NAME, false, format!("{why}: run {command} (--require-diff)"))
+            Gate::new(
+                NAME,
+                false,
+                format!("{why}: run {command} (--require-diff)"),
+            )
         } else {
-            Gate::new(NAME, true, format!("not required (no --require-diff); {why}"))
+            Gate::new(
+                NAME,
+                true,
+                format!("not required (no --require-diff); {why}"),
+            )
         }
     };
     match current {

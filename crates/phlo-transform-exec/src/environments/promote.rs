@@ -136,10 +136,7 @@ impl Environments {
     ) -> Result<Vec<Gate>, Diagnostic> {
         let mut gates = self.run_gates(candidate).await?;
         gates.push(schema_gate(candidate, target));
-        gates.push(
-            self.data_diff_gate(candidate, target, require_diff)
-                .await?,
-        );
+        gates.push(self.data_diff_gate(candidate, target, require_diff).await?);
         let (base, conflicts) = base_gates(candidate, target);
         gates.push(base);
         gates.push(conflicts);
