@@ -180,16 +180,21 @@ pub async fn execute(
         _ => Prior::default(),
     };
     let initial = initial_states(plan, &prior);
-    for (_, r, _) in &initial {
-        // A reused pass keeps its record, unless the process died before writing it.
-        let recorded = prior
-            .nodes
-            .get(&r.name)
-            .is_some_and(|n| n.status == "passed");
-        if !(r.resumed && recorded) {
-            recorder.model(r).await?;
-        }
-    }
+    // One state write for every model's starting record. A reused pass keeps its record,
+    // unless the process died before writing it.
+    let unrecorded: Vec<ModelResult> = initial
+        .iter()
+        .map(|(_, r, _)| r)
+        .filter(|r| {
+            let recorded = prior
+                .nodes
+                .get(&r.name)
+                .is_some_and(|n| n.status == "passed");
+            !(r.resumed && recorded)
+        })
+        .cloned()
+        .collect();
+    recorder.models(&unrecorded).await?;
     let mut scheduler = Scheduler::new(
         c,
         plan,

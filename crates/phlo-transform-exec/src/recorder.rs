@@ -46,12 +46,23 @@ impl Recorder<'_> {
 
     /// Records a model's current state (its node record), then emits it.
     pub async fn model(&self, r: &ModelResult) -> Result<(), StateError> {
-        self.node("model", r, i64::from(r.attempts)).await?;
-        self.emit(&RunEvent::Model {
-            run_id: &self.run_id,
-            at: now(),
-            model: r,
-        });
+        self.models(std::slice::from_ref(r)).await
+    }
+
+    /// Records the states of several models in one state write, then emits them in order.
+    pub async fn models(&self, rs: &[ModelResult]) -> Result<(), StateError> {
+        let records: Vec<NodeRecord> = rs
+            .iter()
+            .map(|r| node_record("model", r, i64::from(r.attempts)))
+            .collect();
+        self.state.record_nodes(&self.run_id, &records).await?;
+        for r in rs {
+            self.emit(&RunEvent::Model {
+                run_id: &self.run_id,
+                at: now(),
+                model: r,
+            });
+        }
         Ok(())
     }
 
@@ -64,21 +75,17 @@ impl Recorder<'_> {
         });
     }
 
-    pub async fn test(&self, t: &TestResult) -> Result<(), StateError> {
-        let as_model = ModelResult {
-            status: t.status.clone(),
-            rows: t.violations,
-            duration_ms: t.duration_ms,
-            error: t.error.clone(),
-            ..ModelResult::new(&t.name, t.version.clone())
-        };
-        let attempt = i64::from(t.error.as_ref().map_or(1, |e| e.attempt.max(1)));
-        self.node("test", &as_model, attempt).await?;
-        self.emit(&RunEvent::Test {
-            run_id: &self.run_id,
-            at: now(),
-            test: t,
-        });
+    /// Records the results of several tests in one state write, then emits them in order.
+    pub async fn tests(&self, ts: &[TestResult]) -> Result<(), StateError> {
+        let records: Vec<NodeRecord> = ts.iter().map(test_record).collect();
+        self.state.record_nodes(&self.run_id, &records).await?;
+        for t in ts {
+            self.emit(&RunEvent::Test {
+                run_id: &self.run_id,
+                at: now(),
+                test: t,
+            });
+        }
         Ok(())
     }
 
@@ -103,25 +110,33 @@ impl Recorder<'_> {
             )
             .await
     }
+}
 
-    async fn node(&self, kind: &str, r: &ModelResult, attempt: i64) -> Result<(), StateError> {
-        self.state
-            .record_node(
-                &self.run_id,
-                &NodeRecord {
-                    node: r.name.clone(),
-                    kind: kind.to_string(),
-                    status: r.status.clone(),
-                    attempt,
-                    version: r.version.clone(),
-                    started_at: r.started_at.clone(),
-                    finished_at: r.finished_at.clone(),
-                    duration_ms: r.duration_ms.map(|d| d as i64),
-                    rows: r.rows.map(|n| n as i64),
-                    error_code: r.error.as_ref().map(|e| e.code.clone()),
-                    error_message: r.error.as_ref().map(|e| e.message.clone()),
-                },
-            )
-            .await
+/// A test's node record: a test is recorded as a node of kind `test`, its violations as rows.
+fn test_record(t: &TestResult) -> NodeRecord {
+    let as_model = ModelResult {
+        status: t.status.clone(),
+        rows: t.violations,
+        duration_ms: t.duration_ms,
+        error: t.error.clone(),
+        ..ModelResult::new(&t.name, t.version.clone())
+    };
+    let attempt = i64::from(t.error.as_ref().map_or(1, |e| e.attempt.max(1)));
+    node_record("test", &as_model, attempt)
+}
+
+fn node_record(kind: &str, r: &ModelResult, attempt: i64) -> NodeRecord {
+    NodeRecord {
+        node: r.name.clone(),
+        kind: kind.to_string(),
+        status: r.status.clone(),
+        attempt,
+        version: r.version.clone(),
+        started_at: r.started_at.clone(),
+        finished_at: r.finished_at.clone(),
+        duration_ms: r.duration_ms.map(|d| d as i64),
+        rows: r.rows.map(|n| n as i64),
+        error_code: r.error.as_ref().map(|e| e.code.clone()),
+        error_message: r.error.as_ref().map(|e| e.message.clone()),
     }
 }

@@ -80,7 +80,11 @@ pub(crate) async fn run_tests(
     let by_name: HashMap<&str, &CompiledTest> =
         c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
     let physical = |t: &Target| crate::jobs::physical_parts(c, adapter, t);
-    let mut out = Vec::new();
+    let mut out: Vec<TestResult> = Vec::new();
+    // Results from `unrecorded` on are not written yet: those that ran nothing (cached,
+    // blocked, cancelled) are written together with the next executed test's, or at the end,
+    // rather than one state write each.
+    let mut unrecorded = 0;
     for planned in &plan.tests {
         let test = by_name[planned.name.as_str()];
         let version = test_version(c, test);
@@ -153,8 +157,13 @@ pub(crate) async fn run_tests(
                 }
             }
         }
-        recorder.test(&r).await?;
+        let executed = r.duration_ms.is_some();
         out.push(r);
+        if executed {
+            recorder.tests(&out[unrecorded..]).await?;
+            unrecorded = out.len();
+        }
     }
+    recorder.tests(&out[unrecorded..]).await?;
     Ok(out)
 }

@@ -56,8 +56,8 @@ pub trait StateStore: Send + Sync {
     async fn load_plan(&self, plan_id: &str) -> Result<Option<serde_json::Value>>;
     /// Written before any node is scheduled.
     async fn begin_run(&self, run: &RunRecord) -> Result<()>;
-    /// Upserts one node's record as it transitions.
-    async fn record_node(&self, run_id: &str, node: &NodeRecord) -> Result<()>;
+    /// Upserts the records of nodes as they transition, all of them or none.
+    async fn record_nodes(&self, run_id: &str, nodes: &[NodeRecord]) -> Result<()>;
     async fn finish_run(&self, run_id: &str, status: &str, finished_at: &str) -> Result<()>;
     /// Marks a run `running` again under its own id (`run --resume`), now executing `plan_id`.
     async fn reopen_run(&self, run_id: &str, plan_id: &str) -> Result<()>;

@@ -217,7 +217,15 @@ macro_rules! impl_state_store {
                 Ok(())
             }
 
-            async fn record_node(&self, run_id: &str, n: &$crate::NodeRecord) -> $crate::Result<()> {
+            async fn record_nodes(
+                &self,
+                run_id: &str,
+                nodes: &[$crate::NodeRecord],
+            ) -> $crate::Result<()> {
+                if nodes.is_empty() {
+                    return Ok(());
+                }
+                let fail = |e| $crate::StateError::from_sqlx("recording node result", e);
                 let sql = $sql(
                     "INSERT INTO node_results (run_id, node, kind, status, attempt, version, started_at,
                                                finished_at, duration_ms, rows, error_code, error_message)
@@ -228,23 +236,28 @@ macro_rules! impl_state_store {
                         duration_ms = excluded.duration_ms, rows = excluded.rows,
                         error_code = excluded.error_code, error_message = excluded.error_message",
                 );
-                sqlx::query(&sql)
-                    .bind(run_id)
-                    .bind(&n.node)
-                    .bind(&n.kind)
-                    .bind(&n.status)
-                    .bind(n.attempt)
-                    .bind(&n.version)
-                    .bind(&n.started_at)
-                    .bind(&n.finished_at)
-                    .bind(n.duration_ms)
-                    .bind(n.rows)
-                    .bind(&n.error_code)
-                    .bind(&n.error_message)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(|e| $crate::StateError::from_sqlx("recording node result", e))?;
-                Ok(())
+                // One transaction for the lot: a no-op run records every skipped model and
+                // cached test, and a commit per row was half of its time (issue 17).
+                let mut tx = self.pool.begin().await.map_err(fail)?;
+                for n in nodes {
+                    sqlx::query(&sql)
+                        .bind(run_id)
+                        .bind(&n.node)
+                        .bind(&n.kind)
+                        .bind(&n.status)
+                        .bind(n.attempt)
+                        .bind(&n.version)
+                        .bind(&n.started_at)
+                        .bind(&n.finished_at)
+                        .bind(n.duration_ms)
+                        .bind(n.rows)
+                        .bind(&n.error_code)
+                        .bind(&n.error_message)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail)?;
+                }
+                tx.commit().await.map_err(fail)
             }
 
             async fn finish_run(

@@ -245,10 +245,16 @@ async fn runs_and_nodes_round_trip_and_reopen(location: StateLocation) {
             .unwrap();
         let mut n = node("assay.raw", "model", "running");
         n.rows = None;
-        store.record_node("r1", &n).await.unwrap();
+        store
+            .record_nodes("r1", std::slice::from_ref(&n))
+            .await
+            .unwrap();
         n.status = "passed".into();
         n.rows = Some(4);
-        store.record_node("r1", &n).await.unwrap();
+        store
+            .record_nodes("r1", std::slice::from_ref(&n))
+            .await
+            .unwrap();
         store
             .finish_run("r1", "passed", "2026-01-01T00:00:01Z")
             .await
@@ -296,18 +302,20 @@ async fn run_summaries_count_nodes_by_kind_and_status(location: StateLocation) {
         .begin_run(&run("r3", 3, "2026-01-03T00:00:00Z"))
         .await
         .unwrap();
-    for (name, status) in [("a", "passed"), ("b", "passed"), ("c", "failed")] {
-        store
-            .record_node("r2", &node(name, "model", status))
-            .await
-            .unwrap();
-    }
+    // One batch; a node given twice ends with its later record (`c`: running, then failed).
+    let batch = [
+        node("a", "model", "passed"),
+        node("c", "model", "running"),
+        node("b", "model", "passed"),
+        node("c", "model", "failed"),
+    ];
+    store.record_nodes("r2", &batch).await.unwrap();
     store
-        .record_node("r2", &node("not_null_a_id", "test", "passed"))
+        .record_nodes("r2", &[node("not_null_a_id", "test", "passed")])
         .await
         .unwrap();
     store
-        .record_node("r1", &node("a", "model", "skipped"))
+        .record_nodes("r1", &[node("a", "model", "skipped")])
         .await
         .unwrap();
     let all = store.run_summaries(10).await.unwrap();
@@ -363,19 +371,19 @@ async fn model_history_and_materialisations(location: StateLocation) {
         .await
         .unwrap();
     store
-        .record_node("r1", &node("assay.raw", "model", "passed"))
+        .record_nodes("r1", &[node("assay.raw", "model", "passed")])
         .await
         .unwrap();
     store
-        .record_node("r2", &node("assay.raw", "model", "failed"))
+        .record_nodes("r2", &[node("assay.raw", "model", "failed")])
         .await
         .unwrap();
     store
-        .record_node("r2", &node("assay.results", "model", "blocked"))
+        .record_nodes("r2", &[node("assay.results", "model", "blocked")])
         .await
         .unwrap();
     store
-        .record_node("r2", &node("assay.raw", "test", "passed"))
+        .record_nodes("r2", &[node("assay.raw", "test", "passed")])
         .await
         .unwrap();
     store
