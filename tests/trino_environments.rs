@@ -250,6 +250,20 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["main", dev.as_str()]);
+    // Its environment evidence is exported: branch, catalog and provenance.
+    let evidence: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".phlo/transform/environment.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(evidence["ref"], dev.as_str());
+    assert_eq!(evidence["branch"], dev.as_str());
+    assert_eq!(evidence["catalog"], catalog.as_str());
+    assert_eq!(evidence["catalog_status"], "created");
+    assert_eq!(evidence["created_from"]["hash"], base_hash.as_str());
+    // A branch diff is refused there (Y015); the data_diff gate says no diff was recorded.
+    let refused = run(root, &["diff", "--from", "main", "--to", &dev, "--json"]);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert_eq!(refused.json()["diagnostics"][0]["code"], "Y015");
 
     // One model changes (and breaks the test): only it and its dependent build on the branch.
     results(root, "result * 3");
@@ -297,6 +311,11 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
         .unwrap()
         .contains("results_below_twelve"));
     assert_eq!(gate(&blocked, "base")["passed"], true);
+    assert_eq!(gate(&blocked, "data_diff")["passed"], true);
+    assert!(gate(&blocked, "data_diff")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("not required"));
     assert_eq!(nessie_head(&main.branch).unwrap(), base_hash);
 
     // Fixed: the candidate runs again, the gates pass, --check publishes nothing.

@@ -30,8 +30,9 @@ pub struct ArtifactDir {
 }
 
 impl ArtifactDir {
-    /// Every file a command writes here (`clean` removes them all).
-    pub const FILES: [&'static str; 7] = [
+    /// Every file a command writes here (`clean` removes them all, with the
+    /// [`EVIDENCE_PREFIX`](Self::EVIDENCE_PREFIX) exports).
+    pub const FILES: [&'static str; 9] = [
         "manifest.json",
         "lineage.json",
         "openlineage.json",
@@ -39,7 +40,13 @@ impl ArtifactDir {
         "graph.json",
         "plan.json",
         "run.json",
+        "branch_diff.json",
+        "environment.json",
     ];
+
+    /// The exports of each reference's environment evidence start with this
+    /// (`environment_<ref slug>.json`).
+    pub const EVIDENCE_PREFIX: &'static str = "environment_";
 
     pub fn new(path: impl Into<PathBuf>) -> Self {
         ArtifactDir { path: path.into() }

@@ -26,9 +26,23 @@ pub fn clean(
     state: &StateLocation,
     all: bool,
 ) -> Result<CleanReport, Diagnostic> {
+    let evidence: Vec<PathBuf> = std::fs::read_dir(artifacts.path())
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n.starts_with(ArtifactDir::EVIDENCE_PREFIX) && n.ends_with(".json")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let artifacts = ArtifactDir::FILES
         .iter()
         .map(|name| artifacts.path().join(name))
+        .chain(evidence)
         .chain([root.join(phlo_transform_compiler::cache::DIR)]);
     let sqlite_state = match (all, state) {
         (true, StateLocation::Sqlite(state)) => Some(state.as_path()),
@@ -77,6 +91,7 @@ mod tests {
             std::fs::create_dir_all(warehouse.join("x")).unwrap();
             std::fs::create_dir_all(&artifacts).unwrap();
             std::fs::write(artifacts.join("plan.json"), "{}").unwrap();
+            std::fs::write(artifacts.join("environment_dev_12345678.json"), "{}").unwrap();
             std::fs::write(&state, "").unwrap();
         };
         let artifact_dir = ArtifactDir::new(&artifacts);
@@ -85,8 +100,9 @@ mod tests {
 
         fill();
         let report = clean(&dir, &warehouse, &artifact_dir, &postgres, true).unwrap();
-        assert_eq!(report.removed.len(), 2, "{:?}", report.removed);
+        assert_eq!(report.removed.len(), 3, "{:?}", report.removed);
         assert!(!warehouse.exists() && !artifacts.join("plan.json").exists());
+        assert!(!artifacts.join("environment_dev_12345678.json").exists());
         assert!(
             state.exists(),
             "a PostgreSQL target never removes a SQLite file"

@@ -52,7 +52,7 @@ pub struct EvidencePointer {
 
 /// The export of reference `name`'s latest environment evidence.
 fn export_name(name: &str) -> String {
-    format!("environment_{}.json", slug(name))
+    format!("{}{}.json", ArtifactDir::EVIDENCE_PREFIX, slug(name))
 }
 
 impl Environments {
