@@ -529,18 +529,18 @@ async fn attempts_reopened_runs_and_continuations_round_trip(location: StateLoca
         error_message: (status == "failed").then(|| "connection reset".into()),
         retryable,
         // Trino reports its queries; the record keeps them in order.
-        queries: (status == "passed")
-            .then(|| {
-                vec![QueryRecord {
-                    query_id: format!("q{n}"),
-                    rows: 10,
-                    bytes: 100,
-                    cpu_ms: 5,
-                    wall_ms: 7,
-                    written_rows: Some(3),
-                }]
-            })
-            .unwrap_or_default(),
+        queries: if status == "passed" {
+            vec![QueryRecord {
+                query_id: format!("q{n}"),
+                rows: 10,
+                bytes: 100,
+                cpu_ms: 5,
+                wall_ms: 7,
+                written_rows: Some(3),
+            }]
+        } else {
+            Vec::new()
+        },
     };
     store
         .record_attempt("r1", &attempt(2, "passed", false))
