@@ -38,6 +38,7 @@ mod freshness;
 mod inflight;
 mod job;
 pub mod local;
+mod local_root_io;
 pub mod naming;
 pub mod pins;
 mod position;

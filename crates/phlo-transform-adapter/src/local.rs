@@ -263,7 +263,7 @@ impl LocalEngine {
                 self.register(name, provider)
             }
             SourceFormat::Iceberg => {
-                let provider = open_iceberg_provider(path, name)
+                let provider = open_iceberg_provider(path, name, None)
                     .await
                     .map_err(unavailable)?;
                 self.register(name, provider)
@@ -396,16 +396,18 @@ async fn count_rows_of(
         .map_err(|e| crate::cause::datafusion_error(&e))
 }
 
-/// An Iceberg table read at its current snapshot with the table's current schema.
+/// An Iceberg table read at its current snapshot with the table's current schema; with
+/// `local_root`, its `local://` files (Trino's native local file system) are read there.
 ///
 /// iceberg 0.10 reads data files with the schema of the snapshot that wrote them while the
 /// provider declares the current schema, so a column added without new data breaks every
 /// scan (apache/iceberg-rust#2905, fix pending upstream). The current snapshot is therefore
 /// pointed at the current schema in memory: data files written before the column was added
 /// read it as null, as Iceberg's schema evolution specifies.
-async fn open_iceberg_provider(
+pub(crate) async fn open_iceberg_provider(
     metadata: &Path,
     name: &str,
+    local_root: Option<&Path>,
 ) -> Result<Arc<dyn TableProvider>, String> {
     use iceberg::io::FileIO;
     use iceberg::spec::TableMetadata;
@@ -435,7 +437,10 @@ async fn open_iceberg_provider(
         .metadata(md)
         .metadata_location(format!("file://{}", absolute.display()))
         .identifier(TableIdent::from_strs(name.split('.')).map_err(|e| e.to_string())?)
-        .file_io(FileIO::new_with_fs())
+        .file_io(match local_root {
+            Some(root) => crate::local_root_io::file_io(root),
+            None => FileIO::new_with_fs(),
+        })
         .runtime(Runtime::try_current().map_err(|e| e.to_string())?)
         .readonly(true)
         .build()

@@ -14,11 +14,14 @@
 //!   of promotions. Nessie 0.99's merge is not used for the publish because it checks its
 //!   expected hash only against conflicting keys (a merge over a moved target applies).
 
+use datafusion::catalog::TableProvider;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_lakehouse::iceberg_state::local_path;
 use phlo_transform_lakehouse::nessie::{Content, Nessie, NessieError, NessieErrorKind, Reference};
 use phlo_transform_project::AdapterTarget;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{Trino, TrinoConfig};
@@ -39,6 +42,16 @@ pub struct Branches {
     /// `[adapter.nessie] warehouse`: the default warehouse directory of candidate catalogs.
     warehouse: Option<String>,
     target: AdapterTarget,
+}
+
+/// A model's Iceberg table on a branch at one commit, readable by DataFusion.
+pub struct BranchTable {
+    /// The Nessie key (`schema.table`).
+    pub key: String,
+    pub provider: Arc<dyn TableProvider>,
+    pub snapshot_id: i64,
+    /// `iceberg:snapshot:<id>,schema:<id>`, as the adapter records it.
+    pub identity: String,
 }
 
 /// Why a publish or rollback did not move the branch.
@@ -326,13 +339,69 @@ impl Branches {
         base: &str,
         hash: &str,
     ) -> Result<BTreeSet<String>, AdapterError> {
-        let branch = self.branch_of(name);
+        self.changed_between((name, base), (name, hash)).await
+    }
+
+    /// The keys (`schema.table`) whose content differs between two references, each at a
+    /// commit (`(reference, hash)`): Nessie's diff of `<branch>@<hash>` with `<branch>@<hash>`.
+    pub async fn changed_between(
+        &self,
+        from: (&str, &str),
+        to: (&str, &str),
+    ) -> Result<BTreeSet<String>, AdapterError> {
+        let (a, b) = (self.branch_of(from.0), self.branch_of(to.0));
         let diff = self
             .nessie
-            .diff(&format!("{branch}@{base}"), &format!("{branch}@{hash}"))
+            .diff(&format!("{a}@{}", from.1), &format!("{b}@{}", to.1))
             .await
-            .map_err(|e| failed(&format!("comparing `{branch}` with its base"), &e))?;
+            .map_err(|e| failed(&format!("comparing `{a}` with `{b}`"), &e))?;
         Ok(diff.into_iter().map(|d| d.key.join(".")).collect())
+    }
+
+    /// Model `model_name`'s table on reference `name` at commit `hash`, read from its Iceberg
+    /// metadata (found through Nessie's contents API at that commit, under `local_root`): a
+    /// provider of its current snapshot and its identity. `None` when no table is there.
+    pub async fn table_at(
+        &self,
+        name: &str,
+        hash: &str,
+        model_name: &str,
+    ) -> Result<Option<BranchTable>, AdapterError> {
+        let branch = self.branch_of(name);
+        let key = self.key_of(model_name);
+        let parts: Vec<&str> = key.split('.').collect();
+        let content = self
+            .nessie
+            .content(&format!("{branch}@{hash}"), &parts)
+            .await
+            .map_err(|e| failed(&format!("reading `{key}` on `{branch}` at {hash}"), &e))?;
+        let Some(Content::IcebergTable {
+            metadata_location,
+            snapshot_id,
+            schema_id,
+            ..
+        }) = content
+        else {
+            return Ok(None);
+        };
+        let unreadable = |e: String| {
+            AdapterError::new(
+                codes::RELATION_UNAVAILABLE,
+                format!("table `{key}` on `{branch}` at {hash} ({metadata_location}): {e}"),
+            )
+        };
+        let path = local_path(&metadata_location, self.settings.local_root.as_deref())
+            .map_err(|e| unreadable(e.to_string()))?;
+        let provider =
+            crate::local::open_iceberg_provider(&path, &key, self.settings.local_root.as_deref())
+                .await
+                .map_err(unreadable)?;
+        Ok(Some(BranchTable {
+            key,
+            provider,
+            snapshot_id,
+            identity: super::identity::iceberg_identity(Some(snapshot_id), schema_id),
+        }))
     }
 
     async fn sql(&self, sql: &str) -> Result<(), AdapterError> {
