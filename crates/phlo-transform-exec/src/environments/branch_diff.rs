@@ -1,29 +1,29 @@
-//! `diff --from <ref> --to <ref>` (SPEC §52): two references of the embedded engine compared
-//! dataset by dataset. Every model the workspace defines or either reference points at is
-//! classified — `added` (only `--to` points at it), `removed` (only `--from`), `changed`
-//! (both, at another table, version or identity), `unchanged` (the same table at the same
-//! version), `absent` (a workspace model neither holds) — with its row counts on each side
-//! and its schema and nullability changes, read from the Delta tables at the versions the
-//! references read. With `--full` each changed model is diffed row by row on its key
-//! (`crate::diff`'s keys and `[model."x".diff]` policies, `phlo_transform_diff`'s engine).
+//! `diff --from <ref> --to <ref>` (SPEC §52): two references compared dataset by dataset.
+//! Every model the workspace defines or either reference points at is classified — `added`
+//! (only `--to` points at it), `removed` (only `--from`), `changed` (both, at another table,
+//! version or identity; on Trino + Nessie, a table whose content Nessie's diff of the two
+//! heads lists), `unchanged` (the same table at the same version), `absent` (a workspace
+//! model neither holds) — with its row counts on each side and its schema and nullability
+//! changes, read as each reference reads it ([`super::branch_sides`]: the Delta tables at the
+//! versions the references read, or the Iceberg tables of both branches at their heads). With
+//! `--full` each changed model is diffed row by row on its key (`crate::diff`'s keys and
+//! `[model."x".diff]` policies, `phlo_transform_diff`'s engine).
 //!
 //! The report is branch-diff evidence: recorded once in the state store bound to both
 //! references' hashes (what the `data_diff` gate reads) and exported as `branch_diff.json`.
 
-use datafusion::prelude::DataFrame;
-use datafusion::sql::TableReference;
-use phlo_transform_adapter::snapshot::DeltaAt;
-use phlo_transform_adapter::LocalEngine;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_diff::{DiffOptions, DiffReport, DiffRequest, SchemaDiff, SideInput, Strategy};
-use phlo_transform_state::{EvidenceRecord, Pointer, RefRecord};
+use phlo_transform_state::{EvidenceRecord, Pointer};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{local_default_schema, now, state_error, Environments};
-use crate::diff::{delta_frame, key_for, policy_for};
+use super::branch_sides::Read;
+use super::branches::adapter_error;
+use super::{now, state_error, Environments};
+use crate::diff::{key_for, policy_for};
 
 /// The kind of the state store's branch-diff evidence records.
 pub const BRANCH_DIFF: &str = "branch_diff";
@@ -131,27 +131,34 @@ pub struct BranchDiff {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// One side of one dataset as read: its frame, row count and schema.
-struct Read {
-    frame: DataFrame,
-    rows: Option<u64>,
-    schema: datafusion::arrow::datatypes::Schema,
-    description: String,
-}
-
-fn status(from: Option<&Pointer>, to: Option<&Pointer>) -> Status {
+/// A dataset's status from the two pointers; on branches (`changed`: the keys whose content
+/// differs between the two heads, from Nessie) a table both point at is changed exactly when
+/// Nessie says its content differs.
+fn status(
+    from: Option<&Pointer>,
+    to: Option<&Pointer>,
+    changed: Option<&BTreeSet<String>>,
+) -> Status {
     match (from, to) {
         (None, None) => Status::Absent,
         (None, Some(_)) => Status::Added,
         (Some(_), None) => Status::Removed,
-        (Some(a), Some(b))
-            if a.location == b.location
+        (Some(a), Some(b)) => match changed {
+            Some(keys) if a.location == b.location => {
+                if keys.contains(&a.location) {
+                    Status::Changed
+                } else {
+                    Status::Unchanged
+                }
+            }
+            _ if a.location == b.location
                 && a.delta_version == b.delta_version
                 && a.identity == b.identity =>
-        {
-            Status::Unchanged
-        }
-        (Some(_), Some(_)) => Status::Changed,
+            {
+                Status::Unchanged
+            }
+            _ => Status::Changed,
+        },
     }
 }
 
@@ -163,71 +170,9 @@ fn located(p: &Pointer) -> Located {
     }
 }
 
-fn unreadable(model: &str, reference: &str, e: impl std::fmt::Display) -> Diagnostic {
-    Diagnostic::error(
-        codes::DIFF_UNREADABLE_SIDE,
-        format!("`{model}` as `{reference}` reads it cannot be read: {e}"),
-    )
-    .with_help(format!(
-        "`phlo-transform ref show {reference}` shows where it points; `run --ref {reference}` builds it again"
-    ))
-}
-
-/// The dataset `p` points at, as `engine` (bound to `reference`) reads it: a table at the
-/// pinned version, or a view.
-async fn read(engine: &LocalEngine, reference: &str, p: &Pointer) -> Result<Read, Diagnostic> {
-    let name = p.model_name.as_str();
-    let (frame, rows, description) = if p.kind == "view" {
-        let frame = engine
-            .session()
-            .table(TableReference::bare(engine.relation_name(name)))
-            .await
-            .map_err(|e| unreadable(name, reference, e.strip_backtrace()))?;
-        (frame, None, format!("{name} in `{reference}` (view)"))
-    } else {
-        let (frame, version) = delta_frame(engine, name, DeltaAt::Latest, "").await?;
-        let rows = frame
-            .clone()
-            .count()
-            .await
-            .map_err(|e| unreadable(name, reference, e.strip_backtrace()))?;
-        (
-            frame,
-            Some(rows as u64),
-            format!(
-                "{name} in `{reference}` (Delta version {version} of {})",
-                p.location
-            ),
-        )
-    };
-    let schema = frame.schema().as_arrow().clone();
-    Ok(Read {
-        frame,
-        rows,
-        schema,
-        description,
-    })
-}
-
 impl Environments {
-    /// The local engine reading reference `r`, and the relations it could not register.
-    async fn open_side(
-        &self,
-        c: &Compilation,
-        r: &RefRecord,
-    ) -> Result<(LocalEngine, Vec<Diagnostic>), Diagnostic> {
-        let schema = local_default_schema(c);
-        let binding = self.bind(Some(&r.name), schema.as_deref()).await?;
-        let (engine, problems) = binding.open_local(c).await;
-        Ok((
-            engine,
-            phlo_transform_adapter::unreadable_relations(problems),
-        ))
-    }
-
-    /// `diff --from <from> --to <to> [--full]` on the embedded engine: the report, recorded as
-    /// branch-diff evidence and exported. D007 for a reference compared with itself, Y015 on
-    /// Trino + Nessie.
+    /// `diff --from <from> --to <to> [--full]`: the report, recorded as branch-diff evidence
+    /// and exported. D007 for a reference compared with itself.
     pub async fn branch_diff(
         &self,
         c: &Compilation,
@@ -235,13 +180,6 @@ impl Environments {
         to: &str,
         full: bool,
     ) -> Result<BranchDiff, Diagnostic> {
-        if self.branches.is_some() {
-            return Err(Diagnostic::error(
-                codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("diff --from {from} --to {to}: branch diffs are not available on Trino + Nessie yet"),
-            )
-            .with_help("diff one model of a Nessie branch with `diff <model>`, or compare environments of the embedded engine (`--adapter local`)"));
-        }
         if from == to {
             return Err(Diagnostic::error(
                 codes::BRANCH_DIFF_SELF,
@@ -251,9 +189,18 @@ impl Environments {
         }
         let base = self.get(from).await?;
         let candidate = self.get(to).await?;
-        let (base_engine, mut warnings) = self.open_side(c, &base).await?;
-        let (cand_engine, problems) = self.open_side(c, &candidate).await?;
+        let (base_side, mut warnings) = self.open_side(c, &base).await?;
+        let (cand_side, problems) = self.open_side(c, &candidate).await?;
         warnings.extend(problems);
+        // On branches Nessie says which tables differ between the two heads.
+        let changed = match &self.branches {
+            Some(b) => Some(
+                b.changed_between((from, &base.hash), (to, &candidate.hash))
+                    .await
+                    .map_err(adapter_error)?,
+            ),
+            None => None,
+        };
 
         // Every dataset: the workspace's models and what either side points at, by name.
         let mut models: BTreeMap<String, String> = c
@@ -271,9 +218,9 @@ impl Environments {
         let mut violations = Vec::new();
         for (name, id) in &models {
             let (b, t) = (base.pointers.get(id), candidate.pointers.get(id));
-            let status = status(b, t);
+            let status = status(b, t, changed.as_ref());
             let from_side = match b {
-                Some(p) => Some(read(&base_engine, from, p).await?),
+                Some(p) => Some(base_side.read(from, p).await?),
                 None => None,
             };
             let to_side = match (t, status, &from_side) {
@@ -284,7 +231,7 @@ impl Environments {
                     schema: same.schema.clone(),
                     description: same.description.clone(),
                 }),
-                (Some(p), _, _) => Some(read(&cand_engine, to, p).await?),
+                (Some(p), _, _) => Some(cand_side.read(to, p).await?),
                 (None, _, _) => None,
             };
             let empty = datafusion::arrow::datatypes::Schema::empty();
@@ -431,11 +378,25 @@ mod tests {
     #[test]
     fn datasets_are_classified_by_their_pointers() {
         let (a, b) = (pointer("m", 1), pointer(".refs/dev_1/m", 0));
-        assert_eq!(status(None, None), Status::Absent);
-        assert_eq!(status(None, Some(&a)), Status::Added);
-        assert_eq!(status(Some(&a), None), Status::Removed);
-        assert_eq!(status(Some(&a), Some(&a.clone())), Status::Unchanged);
-        assert_eq!(status(Some(&a), Some(&b)), Status::Changed);
-        assert_eq!(status(Some(&a), Some(&pointer("m", 2))), Status::Changed);
+        assert_eq!(status(None, None, None), Status::Absent);
+        assert_eq!(status(None, Some(&a), None), Status::Added);
+        assert_eq!(status(Some(&a), None, None), Status::Removed);
+        assert_eq!(status(Some(&a), Some(&a.clone()), None), Status::Unchanged);
+        assert_eq!(status(Some(&a), Some(&b), None), Status::Changed);
+        assert_eq!(
+            status(Some(&a), Some(&pointer("m", 2)), None),
+            Status::Changed
+        );
+    }
+
+    /// On branches a table both point at is changed exactly when Nessie lists its key.
+    #[test]
+    fn on_branches_nessie_decides_changed() {
+        let (a, b) = (pointer("s.m", 1), pointer("s.m", 2));
+        let listed: BTreeSet<String> = ["s.m".to_string()].into();
+        let none = BTreeSet::new();
+        assert_eq!(status(Some(&a), Some(&a), Some(&listed)), Status::Changed);
+        assert_eq!(status(Some(&a), Some(&b), Some(&none)), Status::Unchanged);
+        assert_eq!(status(None, Some(&a), Some(&none)), Status::Added);
     }
 }

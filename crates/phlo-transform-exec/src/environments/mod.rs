@@ -12,6 +12,7 @@
 
 pub(crate) mod binding;
 pub mod branch_diff;
+mod branch_sides;
 pub mod branches;
 pub mod data_diff_gate;
 pub mod evidence;
