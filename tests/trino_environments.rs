@@ -3,7 +3,8 @@
 //! `catalog.management=dynamic`): a reference is a Nessie branch, a candidate is written
 //! through its own catalog, `main` is read back untouched through its catalog, a failing test
 //! blocks `promote` with the gate named, the fixed candidate is published (main's branch moved
-//! to the audited head), rollback moves it back, and of two concurrent promotions one wins.
+//! to the audited head), rollback moves it back, of two concurrent promotions one wins, and a
+//! branch diff of the two branches is the evidence `promote --require-diff` reads.
 //!
 //! The workspace's `main` is a Nessie branch and catalog of this test's own (`[adapter.nessie]
 //! ref`), so other tests committing to Nessie's `main` at the same time cannot move it.
@@ -260,10 +261,6 @@ fn a_candidate_branch_is_built_audited_published_and_rolled_back() {
     assert_eq!(evidence["catalog"], catalog.as_str());
     assert_eq!(evidence["catalog_status"], "created");
     assert_eq!(evidence["created_from"]["hash"], base_hash.as_str());
-    // A branch diff is refused there (Y015); the data_diff gate says no diff was recorded.
-    let refused = run(root, &["diff", "--from", "main", "--to", &dev, "--json"]);
-    assert_eq!(refused.code, 2, "{}", refused.stdout);
-    assert_eq!(refused.json()["diagnostics"][0]["code"], "Y015");
 
     // One model changes (and breaks the test): only it and its dependent build on the branch.
     results(root, "result * 3");
@@ -457,4 +454,192 @@ fn of_two_concurrent_promotions_one_wins_and_the_other_is_refused() {
     assert_eq!(gate(&again.json(), "base")["passed"], false);
     ok(root, &["ref", "delete", &a, "--json"]);
     ok(root, &["ref", "delete", &b, "--json"]);
+}
+
+fn dataset<'a>(diff: &'a Value, model: &str) -> &'a Value {
+    diff["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["model"] == model)
+        .unwrap_or_else(|| panic!("no dataset {model}: {diff}"))
+}
+
+/// The `data_diff` gate of `promote <dev> --to main --check [--require-diff]`.
+fn data_diff_gate(root: &Path, dev: &str, require: bool) -> (bool, String) {
+    let mut args = vec!["promote", dev, "--to", "main", "--check", "--json"];
+    if require {
+        args.push("--require-diff");
+    }
+    let out = run(root, &args);
+    let promotion = out.json();
+    let g = gate(&promotion, "data_diff");
+    (
+        g["passed"] == true,
+        g["detail"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
+    let main = Main::create();
+    let schema = unique("envdiff");
+    let dir = workspace(&main, &schema);
+    let root = dir.path();
+    ok(root, &["run", "--json"]);
+    let dev = unique("dev");
+    let _cleanup = Candidates(vec![dev.clone()]);
+    ok(root, &["ref", "create", &dev, "--from", "main", "--json"]);
+
+    // Just created: no diff recorded, so --require-diff fails the gate; every table is the
+    // same on both branches.
+    let (passed, detail) = data_diff_gate(root, &dev, true);
+    assert!(!passed && detail.contains("no branch diff"), "{detail}");
+    let same = ok(root, &["diff", "--from", "main", "--to", &dev, "--json"]);
+    assert_eq!(
+        same["summary"],
+        serde_json::json!({"added": 0, "removed": 0, "changed": 0, "unchanged": 4, "absent": 0}),
+        "{same}"
+    );
+
+    // dev: results keyed and changed (one row removed, one added, one modified, a column
+    // added), a model added.
+    write_file(
+        root,
+        RESULTS,
+        "-- @table\n-- @key experiment_id\nselect experiment_id, site, case when experiment_id = 'exp-001' then result * 2 else result end as result, 'v2' as note from assay.raw where experiment_id <> 'exp-003'\nunion all select 'exp-004', 'leeds', cast(1.0 as double), 'v2'\n",
+    );
+    write_file(
+        root,
+        "workflows/reporting/transforms/summary.sql",
+        "-- @table\nselect count(*) as n from assay.results\n",
+    );
+    ok(root, &["run", "--ref", &dev, "--json"]);
+    let (main_head, dev_head) = (
+        nessie_head(&main.branch).unwrap(),
+        nessie_head(&dev).unwrap(),
+    );
+
+    // The diff made before the run is stale: --require-diff fails the gate; without the flag
+    // it passes and says so.
+    let (passed, detail) = data_diff_gate(root, &dev, true);
+    assert!(!passed && detail.contains("stale"), "{detail}");
+    let (passed, detail) = data_diff_gate(root, &dev, false);
+    assert!(passed && detail.contains("not required"), "{detail}");
+
+    // Every dataset classified (Nessie's diff of the two heads), with row counts and schema
+    // changes read at those heads; bound to both heads.
+    let diff = ok(root, &["diff", "--from", "main", "--to", &dev, "--json"]);
+    assert_eq!(diff["from"]["hash"], main_head.as_str());
+    assert_eq!(diff["to"]["hash"], dev_head.as_str());
+    assert_eq!(
+        diff["summary"],
+        serde_json::json!({"added": 1, "removed": 0, "changed": 2, "unchanged": 2, "absent": 0}),
+        "{diff}"
+    );
+    let status = |m: &str| dataset(&diff, m)["status"].as_str().unwrap().to_string();
+    assert_eq!(status("assay.raw"), "unchanged");
+    assert_eq!(status("reporting.sites"), "unchanged");
+    assert_eq!(status("assay.results"), "changed");
+    assert_eq!(status("reporting.by_site"), "changed");
+    assert_eq!(status("reporting.summary"), "added");
+    let results = dataset(&diff, "assay.results");
+    assert_eq!(
+        results["rows"],
+        serde_json::json!({"from": 3, "to": 3, "delta": 0})
+    );
+    assert_eq!(results["schema"]["added"][0]["name"], "note");
+    assert_eq!(results["schema"]["retyped"], serde_json::json!([]));
+    assert!(results["data"].is_null(), "no keyed diff without --full");
+    assert_eq!(
+        dataset(&diff, "reporting.by_site")["rows"],
+        serde_json::json!({"from": 2, "to": 2, "delta": 0})
+    );
+    assert_eq!(
+        dataset(&diff, "reporting.summary")["rows"],
+        serde_json::json!({"from": null, "to": 1, "delta": 1})
+    );
+    assert_eq!(dataset(&diff, "assay.raw")["rows"]["from"], 3);
+    let (passed, detail) = data_diff_gate(root, &dev, true);
+    assert!(!passed && detail.contains("not --full"), "{detail}");
+
+    // --full: the changed models diffed row by row on their keys.
+    let full = ok(
+        root,
+        &["diff", "--from", "main", "--to", &dev, "--full", "--json"],
+    );
+    let data = &dataset(&full, "assay.results")["data"];
+    assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
+    assert_eq!(
+        data["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
+        "{data}"
+    );
+    assert_eq!(
+        data["samples"]["added"][0]["key"]["experiment_id"],
+        "exp-004"
+    );
+    assert_eq!(
+        data["samples"]["removed"][0]["key"]["experiment_id"],
+        "exp-003"
+    );
+    assert_eq!(
+        data["samples"]["modified"][0]["key"]["experiment_id"],
+        "exp-001"
+    );
+    let by_site = &dataset(&full, "reporting.by_site")["data"];
+    assert_eq!(
+        by_site["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 0}),
+        "{by_site}"
+    );
+    assert_eq!(full["passed"], true);
+    let (passed, detail) = data_diff_gate(root, &dev, true);
+    assert!(
+        passed && detail.contains(full["evidence_id"].as_str().unwrap()),
+        "{detail}"
+    );
+    let text = run(root, &["diff", "--from", "main", "--to", &dev]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for line in [
+        "CHANGED   assay.results",
+        "ADDED     reporting.summary",
+        "UNCHANGED assay.raw",
+    ] {
+        assert!(text.stdout.contains(line), "{line}:\n{}", text.stdout);
+    }
+
+    // dev writes again after its diff: the evidence is stale.
+    write_file(
+        root,
+        "workflows/reporting/transforms/summary.sql",
+        "-- @table\nselect count(*) as n, 1 as v from assay.results\n",
+    );
+    ok(root, &["run", "--ref", &dev, "--json"]);
+    assert_ne!(nessie_head(&dev).unwrap(), dev_head);
+    let refused = run(
+        root,
+        &["promote", &dev, "--to", "main", "--require-diff", "--json"],
+    );
+    assert_eq!(refused.code, 1, "{}\n{}", refused.stdout, refused.stderr);
+    let refused = refused.json();
+    assert_eq!(refused["promoted"], false);
+    let detail = gate(&refused, "data_diff")["detail"].as_str().unwrap();
+    assert!(detail.contains("stale"), "{detail}");
+    assert_eq!(nessie_head(&main.branch).unwrap(), main_head);
+
+    // Diffed again at the new head, the candidate is published with --require-diff.
+    ok(
+        root,
+        &["diff", "--from", "main", "--to", &dev, "--full", "--json"],
+    );
+    let audited = nessie_head(&dev).unwrap();
+    let promoted = ok(
+        root,
+        &["promote", &dev, "--to", "main", "--require-diff", "--json"],
+    );
+    assert_eq!(promoted["promoted"], true, "{promoted}");
+    assert_eq!(gate(&promoted, "data_diff")["passed"], true);
+    assert_eq!(nessie_head(&main.branch).unwrap(), audited);
+    ok(root, &["ref", "delete", &dev, "--json"]);
 }
