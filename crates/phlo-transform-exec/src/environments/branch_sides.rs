@@ -35,7 +35,7 @@ pub(super) struct Read {
 
 /// Where one reference's datasets are read from.
 pub(super) enum Side {
-    Local(LocalEngine),
+    Local(Box<LocalEngine>),
     /// A Nessie branch at one commit.
     Branch {
         branches: Arc<Branches>,
@@ -151,7 +151,7 @@ impl Environments {
         let binding = self.bind(Some(&r.name), schema.as_deref()).await?;
         let (engine, problems) = binding.open_local(c).await;
         Ok((
-            Side::Local(engine),
+            Side::Local(Box::new(engine)),
             phlo_transform_adapter::unreadable_relations(problems),
         ))
     }
