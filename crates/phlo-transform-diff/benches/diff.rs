@@ -22,6 +22,10 @@ use phlo_transform_diff::{
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The binary's allocator, so the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A case's (added, removed, modified).
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 struct Expected {
