@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{by_name, run, write_file};
+use common::{by_name, dataset, run, write_file};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -499,15 +499,6 @@ fn keyed_results(root: &Path, factor: &str) {
     );
 }
 
-fn dataset<'a>(diff: &'a Value, model: &str) -> &'a Value {
-    diff["datasets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["model"] == model)
-        .unwrap_or_else(|| panic!("no dataset {model}: {diff}"))
-}
-
 fn data_diff_gate(root: &Path, require: bool) -> (bool, String) {
     let mut args = vec!["promote", "dev", "--to", "main", "--check", "--json"];
     if require {
@@ -639,24 +630,7 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
         root,
         &["diff", "--from", "main", "--to", "dev", "--full", "--json"],
     );
-    let data = &dataset(&full, "assay.results")["data"];
-    assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
-    assert_eq!(
-        data["records"],
-        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1})
-    );
-    assert_eq!(
-        data["samples"]["added"][0]["key"]["experiment_id"],
-        "exp-004"
-    );
-    assert_eq!(
-        data["samples"]["removed"][0]["key"]["experiment_id"],
-        "exp-003"
-    );
-    assert_eq!(
-        data["samples"]["modified"][0]["key"]["experiment_id"],
-        "exp-001"
-    );
+    common::assert_results_full_diff(&full);
     assert_eq!(full["passed"], true);
     // It is recorded and exported as the evidence, and the gate reads it.
     let exported: Value = serde_json::from_str(

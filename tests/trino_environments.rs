@@ -14,7 +14,7 @@ mod common;
 #[allow(dead_code)]
 mod trino_env;
 
-use common::{by_name, run, write_file};
+use common::{by_name, dataset, run, write_file};
 use phlo_transform_adapter::trino::client::{Trino, TrinoConfig};
 use serde_json::Value;
 use std::path::Path;
@@ -456,15 +456,6 @@ fn of_two_concurrent_promotions_one_wins_and_the_other_is_refused() {
     ok(root, &["ref", "delete", &b, "--json"]);
 }
 
-fn dataset<'a>(diff: &'a Value, model: &str) -> &'a Value {
-    diff["datasets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["model"] == model)
-        .unwrap_or_else(|| panic!("no dataset {model}: {diff}"))
-}
-
 /// The `data_diff` gate of `promote <dev> --to main --check [--require-diff]`.
 fn data_diff_gate(root: &Path, dev: &str, require: bool) -> (bool, String) {
     let mut args = vec!["promote", dev, "--to", "main", "--check", "--json"];
@@ -568,25 +559,7 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
         root,
         &["diff", "--from", "main", "--to", &dev, "--full", "--json"],
     );
-    let data = &dataset(&full, "assay.results")["data"];
-    assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
-    assert_eq!(
-        data["records"],
-        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
-        "{data}"
-    );
-    assert_eq!(
-        data["samples"]["added"][0]["key"]["experiment_id"],
-        "exp-004"
-    );
-    assert_eq!(
-        data["samples"]["removed"][0]["key"]["experiment_id"],
-        "exp-003"
-    );
-    assert_eq!(
-        data["samples"]["modified"][0]["key"]["experiment_id"],
-        "exp-001"
-    );
+    common::assert_results_full_diff(&full);
     let by_site = &dataset(&full, "reporting.by_site")["data"];
     assert_eq!(
         by_site["records"],

@@ -151,3 +151,36 @@ pub fn spec64_workspace(root: &Path) {
     write_file(root, "transforms/x/d.sql", "-- @table\nselect 2 as id\n");
     write_file(root, "transforms/x/e.sql", "-- @table\nselect * from x.d\n");
 }
+
+/// The dataset of `model` in a branch diff's JSON report.
+pub fn dataset<'a>(diff: &'a serde_json::Value, model: &str) -> &'a serde_json::Value {
+    diff["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["model"] == model)
+        .unwrap_or_else(|| panic!("no dataset {model}: {diff}"))
+}
+
+/// The keyed value diff of `assay.results` in a `--full` branch diff, after the candidate
+/// added exp-004, removed exp-003 and changed exp-001 (the environments tests' edit, on both
+/// engines).
+pub fn assert_results_full_diff(full: &serde_json::Value) {
+    let data = &dataset(full, "assay.results")["data"];
+    assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
+    assert_eq!(
+        data["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
+        "{data}"
+    );
+    for (kind, key) in [
+        ("added", "exp-004"),
+        ("removed", "exp-003"),
+        ("modified", "exp-001"),
+    ] {
+        assert_eq!(
+            data["samples"][kind][0]["key"]["experiment_id"], key,
+            "{kind}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 use super::Report;
 use phlo_transform_exec::environments::promote::Promotion;
 use phlo_transform_exec::environments::report::{
-    InEnvironment, RefCreated, RefDeleted, RefDetail, RefList,
+    InEnvironment, PointerRow, RefCreated, RefDeleted, RefDetail, RefList,
 };
 use phlo_transform_exec::environments::rollback::Rollback;
 use std::fmt::Write;
@@ -48,15 +48,7 @@ impl Report for RefDetail {
         }
         let _ = writeln!(out, "Models:");
         for p in &self.pointers {
-            let version = p
-                .delta_version
-                .map(|v| format!(" @ v{v}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<32} {}{version}  (built in {})",
-                p.model, p.location, p.built_in
-            );
+            pointer_line(&mut out, p);
         }
         for e in &self.events {
             let _ = writeln!(out, "{} {} at {}", e.kind, e.event_id, e.at);
@@ -129,16 +121,22 @@ impl<R: Report> Report for InEnvironment<R> {
             let _ = writeln!(out, "  (nothing: it points at none of these models)");
         }
         for p in &e.reads {
-            let version = p
-                .delta_version
-                .map(|v| format!(" @ v{v}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<32} {}{version}  (built in {})",
-                p.model, p.location, p.built_in
-            );
+            pointer_line(&mut out, p);
         }
         out
     }
+}
+
+/// One pointer of an environment: the model, where it is read (and at which Delta version),
+/// and the environment that built it.
+fn pointer_line(out: &mut String, p: &PointerRow) {
+    let version = p
+        .delta_version
+        .map(|v| format!(" @ v{v}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {:<32} {}{version}  (built in {})",
+        p.model, p.location, p.built_in
+    );
 }
