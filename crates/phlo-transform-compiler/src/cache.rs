@@ -2,27 +2,39 @@
 //! the workspace's `.phlo/cache/compile/`, so a repeated `check`, `plan` or `run` with few or
 //! no edits does not parse and type every model again.
 //!
-//! Content-addressed: an entry's name is the sha256 of everything its result depends on (the
-//! stage computes that key; see `parsed` and `typed_cache`), salted with the cache
-//! format and the build of the compiler that wrote it, so an entry is never stale, only
-//! unused. An entry is one file, written whole to a temporary name of its own and renamed into
-//! place (concurrent processes each rename a complete file; the last one wins, and both wrote
-//! the same bytes). Reading never fails a compile: a missing, truncated, corrupt or foreign
-//! file is a miss, and the stage computes the value and writes the file again.
+//! Content-addressed: an entry's key is the sha256 of everything its result depends on (the
+//! stage computes that key; see `parsed` and `typed_cache`), salted with the cache format and
+//! the build of the compiler that wrote it, so an entry is never stale, only unused.
+//!
+//! Entries are packed: a compile reads a stage's pack files once, on its first lookup, and
+//! writes the entries it computed as **one** new pack per stage when it ends
+//! ([`CacheSession::flush`]), to a temporary name of its own renamed into place. A file per
+//! entry cost a 10,000-model compile 20,000 creates and renames, which on some file systems
+//! took longer than the compile (docs/performance.md). Concurrent compiles each add a whole
+//! pack. When a stage holds more than [`MAX_PACKS`] packs, the compile that finds them writes
+//! one pack of the entries it used (hits and new ones) and removes the packs it read, so
+//! entries no compile asks for any more go away.
+//!
+//! Reading never fails a compile: a missing, truncated, corrupt or foreign pack or record is a
+//! miss (a pack is read up to its first damaged record), and the stage computes the value and
+//! stores it again.
 //!
 //! Entries live in a directory of the build that wrote them; each compile removes the other
-//! builds' directories ([`CompileCache::prune`]). Entries of the same build that edits left
-//! unused stay until `phlo-transform clean` removes the cache.
+//! builds' directories ([`CompileCache::prune`]).
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// The first line of every entry; a file without it (another format, a partial write) is a
-/// miss. Bump when what a stage stores changes shape.
-const HEADER: &str = "phlo-compile-cache 1";
+/// The first line of every pack; a file without it (another format, a partial write) holds
+/// nothing. Bump when what a stage stores changes shape.
+const HEADER: &str = "phlo-compile-cache 2\n";
+
+/// A stage with more packs than this is compacted by the next compile.
+pub const MAX_PACKS: usize = 8;
 
 /// Set to `off` to compile without the cache (cold figures, or to rule it out).
 pub const DISABLE_ENV: &str = "PHLO_COMPILE_CACHE";
@@ -30,7 +42,8 @@ pub const DISABLE_ENV: &str = "PHLO_COMPILE_CACHE";
 /// Where a workspace's compile cache lives, relative to its root.
 pub const DIR: &str = ".phlo/cache/compile";
 
-/// One compile's view of the cache directory (or of no cache).
+/// Where a compile cache is (or that there is none); [`CompileCache::session`] reads and
+/// writes it for one compile.
 #[derive(Clone, Debug)]
 pub struct CompileCache {
     /// The cache directory and, in it, this build's own directory: entries of other builds
@@ -93,8 +106,14 @@ impl CompileCache {
         self.dirs.is_some()
     }
 
-    fn path(&self, stage: &str, key: &Key) -> Option<PathBuf> {
-        Some(self.dirs.as_ref()?.1.join(stage).join(&key.0))
+    /// One compile's reads and writes of the cache.
+    pub(crate) fn session(&self) -> CacheSession {
+        CacheSession {
+            dir: self.dirs.as_ref().map(|(_, own)| own.clone()),
+            stages: Mutex::new(HashMap::new()),
+            new: Mutex::new(HashMap::new()),
+            used: Mutex::new(Vec::new()),
+        }
     }
 
     /// Removes what other builds of the compiler stored (after an upgrade or a rebuild,
@@ -115,24 +134,130 @@ impl CompileCache {
             }
         }
     }
+}
 
-    /// The value stored under `key`, or `None` (absent, unreadable, or not what this build
-    /// wrote for this key).
-    pub(crate) fn get<T: DeserializeOwned>(&self, stage: &str, key: &Key) -> Option<T> {
-        let text = std::fs::read_to_string(self.path(stage, key)?).ok()?;
-        let rest = text.strip_prefix(HEADER)?.strip_prefix('\n')?;
-        let (stored, body) = rest.split_once('\n')?;
-        if stored != key.0 {
-            return None;
+/// A stage's packs as one compile read them: their bytes and where each entry is.
+#[derive(Default)]
+struct Packs {
+    paths: Vec<PathBuf>,
+    bytes: Vec<Vec<u8>>,
+    /// Entry key → (pack, body start, body length).
+    index: HashMap<String, (usize, usize, usize)>,
+}
+
+impl Packs {
+    fn read(dir: &Path) -> Packs {
+        let mut packs = Packs::default();
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let n = packs.bytes.len();
+            for (key, start, len) in records(&bytes) {
+                packs.index.insert(key, (n, start, len));
+            }
+            packs.paths.push(path);
+            packs.bytes.push(bytes);
         }
-        serde_json::from_str(body).ok()
+        packs
     }
 
-    /// Stores `value` under `key`. A failure to write only costs the next compile the work.
-    pub(crate) fn put<T: Serialize>(&self, stage: &str, key: &Key, value: &T) {
-        let Some(path) = self.path(stage, key) else {
-            return;
+    fn body(&self, key: &str) -> Option<&[u8]> {
+        let &(pack, start, len) = self.index.get(key)?;
+        Some(&self.bytes[pack][start..start + len])
+    }
+}
+
+/// A pack's records, `(key, body start, body length)`, up to the first damaged one. A record
+/// is `<64 hex key> <body length>\n<body>\n`.
+fn records(bytes: &[u8]) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let Some(mut rest) = bytes.strip_prefix(HEADER.as_bytes()) else {
+        return out;
+    };
+    let mut at = HEADER.len();
+    while !rest.is_empty() {
+        let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
+            break;
         };
+        let Some((key, len)) = std::str::from_utf8(&rest[..eol])
+            .ok()
+            .and_then(|line| line.split_once(' '))
+            .and_then(|(k, l)| Some((k, l.parse::<usize>().ok()?)))
+        else {
+            break;
+        };
+        let start = eol + 1;
+        let valid_key = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
+        if !valid_key || rest.len() < start + len + 1 || rest[start + len] != b'\n' {
+            break;
+        }
+        out.push((key.to_string(), at + start, len));
+        rest = &rest[start + len + 1..];
+        at += start + len + 1;
+    }
+    out
+}
+
+fn record(out: &mut Vec<u8>, key: &str, body: &[u8]) {
+    out.extend_from_slice(format!("{key} {}\n", body.len()).as_bytes());
+    out.extend_from_slice(body);
+    out.push(b'\n');
+}
+
+/// One compile's use of the cache: the packs it read (per stage, on first use), the entries
+/// it computed and the ones it used, until [`CacheSession::flush`] writes them.
+pub(crate) struct CacheSession {
+    /// This build's directory (`None`: no cache).
+    dir: Option<PathBuf>,
+    stages: Mutex<HashMap<&'static str, Arc<Packs>>>,
+    /// New entries per stage: key → body.
+    new: Mutex<HashMap<&'static str, HashMap<String, String>>>,
+    /// Entries read from packs: (stage, key).
+    used: Mutex<Vec<(&'static str, String)>>,
+}
+
+impl CacheSession {
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    fn packs(&self, stage: &'static str) -> Option<Arc<Packs>> {
+        let dir = self.dir.as_ref()?;
+        let mut stages = self.stages.lock().unwrap_or_else(|e| e.into_inner());
+        Some(
+            stages
+                .entry(stage)
+                .or_insert_with(|| Arc::new(Packs::read(&dir.join(stage))))
+                .clone(),
+        )
+    }
+
+    /// The value stored under `key`, or `None` (absent, damaged, or not what this build
+    /// wrote).
+    pub(crate) fn get<T: DeserializeOwned>(&self, stage: &'static str, key: &Key) -> Option<T> {
+        let packs = self.packs(stage)?;
+        let value = serde_json::from_slice(packs.body(&key.0)?).ok()?;
+        self.used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((stage, key.0.clone()));
+        Some(value)
+    }
+
+    /// Stores `value` under `key` when the compile ends.
+    pub(crate) fn put<T: Serialize>(&self, stage: &'static str, key: &Key, value: &T) {
+        if self.dir.is_none() {
+            return;
+        }
         let Ok(body) = serde_json::to_string(value) else {
             return;
         };
@@ -141,27 +266,80 @@ impl CompileCache {
         if phlo_transform_core::secrets::scrub(&body) != body {
             return;
         }
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tmp = path.with_extension(format!("{}.{n}.tmp", std::process::id()));
-        let text = format!("{HEADER}\n{}\n{body}", key.0);
-        let write = || -> std::io::Result<()> {
-            // The directory exists after the first entry: create it only when missing.
-            if let Err(e) = std::fs::write(&tmp, &text) {
-                match path.parent() {
-                    Some(parent) if e.kind() == std::io::ErrorKind::NotFound => {
-                        std::fs::create_dir_all(parent)?;
-                        std::fs::write(&tmp, &text)?;
+        self.new
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(stage)
+            .or_default()
+            .insert(key.0.clone(), body);
+    }
+
+    /// Writes the compile's new entries, one pack per stage, and compacts a stage that holds
+    /// more than [`MAX_PACKS`] packs. A failure to write only costs the next compile the work.
+    pub(crate) fn flush(self) {
+        let Some(dir) = &self.dir else {
+            return;
+        };
+        let stages = self.stages.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut new = self.new.into_inner().unwrap_or_else(|e| e.into_inner());
+        let used = self.used.into_inner().unwrap_or_else(|e| e.into_inner());
+        let names: std::collections::BTreeSet<&'static str> =
+            stages.keys().chain(new.keys()).copied().collect();
+        for stage in names {
+            let new = new.remove(stage).unwrap_or_default();
+            let packs = stages.get(stage);
+            let compact =
+                packs.is_some_and(|p| p.paths.len() + usize::from(!new.is_empty()) > MAX_PACKS);
+            if new.is_empty() && !compact {
+                continue;
+            }
+            let mut out = HEADER.as_bytes().to_vec();
+            let mut written = std::collections::HashSet::new();
+            if let (true, Some(packs)) = (compact, packs) {
+                for (_, key) in used.iter().filter(|(s, _)| *s == stage) {
+                    if let Some(body) = packs.body(key).filter(|_| written.insert(key.as_str())) {
+                        record(&mut out, key, body);
                     }
-                    _ => return Err(e),
                 }
             }
-            std::fs::rename(&tmp, &path)
-        };
-        if write().is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            for (key, body) in &new {
+                if !written.contains(key.as_str()) {
+                    record(&mut out, key, body.as_bytes());
+                }
+            }
+            if write_pack(&dir.join(stage), &out).is_ok() && compact {
+                for path in packs.map(|p| p.paths.as_slice()).unwrap_or_default() {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
         }
     }
+}
+
+/// Writes `bytes` as a new pack in `dir`, under a name no other writer uses, whole or not at
+/// all (a temporary file renamed into place).
+fn write_pack(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let name = format!(
+        "{nanos:032x}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let tmp = dir.join(format!("{name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, dir.join(format!("{name}.pack")))
+    };
+    let result = write();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// What identifies the compiler that computes the entries: its version and, since a
@@ -208,50 +386,114 @@ mod tests {
         KeyBuilder::new("t").add(s).finish()
     }
 
+    fn packs(cache: &CompileCache) -> Vec<PathBuf> {
+        let dir = cache.dirs.as_ref().unwrap().1.join("t");
+        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        out.sort();
+        out
+    }
+
     #[test]
-    fn round_trips_and_ignores_damaged_files() {
+    fn a_session_writes_one_pack_read_by_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::at(dir.path());
-        let k = key("a");
-        assert_eq!(cache.get::<Vec<u32>>("t", &k), None);
-        cache.put("t", &k, &vec![1u32, 2, 3]);
-        assert_eq!(cache.get::<Vec<u32>>("t", &k), Some(vec![1, 2, 3]));
-        let path = cache.path("t", &k).unwrap();
-        let whole = std::fs::read_to_string(&path).unwrap();
-        // Truncated, garbage, an older format, another key's body: all misses.
-        for damaged in [
-            whole[..whole.len() - 3].to_string(),
-            "\u{0}\u{1}garbage".to_string(),
-            whole.replace(HEADER, "phlo-compile-cache 0"),
-            whole.replace(&k.0, &key("b").0),
-            String::new(),
-        ] {
-            std::fs::write(&path, damaged).unwrap();
-            assert_eq!(cache.get::<Vec<u32>>("t", &k), None);
+        let session = cache.session();
+        assert_eq!(session.get::<Vec<u32>>("t", &key("a")), None);
+        session.put("t", &key("a"), &vec![1u32, 2, 3]);
+        session.put("t", &key("b"), &"b");
+        // Not visible before the flush: the pack is written when the compile ends.
+        assert_eq!(session.get::<Vec<u32>>("t", &key("a")), None);
+        session.flush();
+        assert_eq!(packs(&cache).len(), 1, "one pack, no temporary file");
+        let session = cache.session();
+        assert_eq!(session.get::<Vec<u32>>("t", &key("a")), Some(vec![1, 2, 3]));
+        assert_eq!(session.get::<String>("t", &key("b")).as_deref(), Some("b"));
+        // Nothing new: nothing written.
+        session.flush();
+        assert_eq!(packs(&cache).len(), 1);
+    }
+
+    #[test]
+    fn damaged_packs_are_read_up_to_the_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::at(dir.path());
+        let session = cache.session();
+        for k in ["a", "b", "c"] {
+            session.put("t", &key(k), &k);
         }
-        // Rewritten by the next put.
-        cache.put("t", &k, &vec![4u32]);
-        assert_eq!(cache.get::<Vec<u32>>("t", &k), Some(vec![4]));
-        // No temporary file is left behind.
-        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1);
+        session.flush();
+        let path = packs(&cache).remove(0);
+        let whole = std::fs::read(&path).unwrap();
+        let hits = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let session = cache.session();
+            ["a", "b", "c"]
+                .iter()
+                .filter(|k| session.get::<String>("t", &key(k)).is_some())
+                .count()
+        };
+        assert_eq!(hits(&whole), 3);
+        // Truncated in the last record: the first two survive.
+        assert_eq!(hits(&whole[..whole.len() - 3]), 2);
+        // Garbage, empty, an older format: nothing.
+        assert_eq!(hits(b"\x00\xff not a pack"), 0);
+        assert_eq!(hits(b""), 0);
+        let older = String::from_utf8(whole.clone()).unwrap().replacen(
+            "phlo-compile-cache 2",
+            "phlo-compile-cache 1",
+            1,
+        );
+        assert_eq!(hits(older.as_bytes()), 0);
+        // A record's length that overruns the next record: read up to it.
+        let text = String::from_utf8(whole.clone()).unwrap();
+        let first_len = text.lines().nth(1).unwrap().split(' ').nth(1).unwrap();
+        let overrun = text.replacen(&format!(" {first_len}\n"), " 9\n", 1);
+        assert_eq!(hits(overrun.as_bytes()), 0);
+        // A body that is not what the stage stores is a miss of that entry only.
+        let first_body = text.lines().nth(2).unwrap();
+        let wrong = text.replacen(first_body, &"x".repeat(first_body.len()), 1);
+        assert_eq!(hits(wrong.as_bytes()), 2);
+    }
+
+    #[test]
+    fn many_packs_are_compacted_to_the_entries_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::at(dir.path());
+        for n in 0..MAX_PACKS {
+            let session = cache.session();
+            session.put("t", &key(&n.to_string()), &n);
+            session.flush();
+        }
+        assert_eq!(packs(&cache).len(), MAX_PACKS);
+        // A compile that uses entries 0 and 1 and computes "new": one pack of those three.
+        let session = cache.session();
+        assert_eq!(session.get::<usize>("t", &key("0")), Some(0));
+        assert_eq!(session.get::<usize>("t", &key("1")), Some(1));
+        session.put("t", &key("new"), &99usize);
+        session.flush();
+        assert_eq!(packs(&cache).len(), 1);
+        let session = cache.session();
+        assert_eq!(session.get::<usize>("t", &key("0")), Some(0));
+        assert_eq!(session.get::<usize>("t", &key("new")), Some(99));
+        assert_eq!(session.get::<usize>("t", &key("2")), None);
     }
 
     #[test]
     fn pruning_keeps_only_this_builds_entries() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::at(dir.path());
-        let k = key("a");
-        cache.put("t", &k, &1u8);
+        let session = cache.session();
+        session.put("t", &key("a"), &1u8);
+        session.flush();
         std::fs::create_dir_all(dir.path().join("0123456789abcdef/t")).unwrap();
         std::fs::write(dir.path().join("0123456789abcdef/t/x"), "old").unwrap();
         std::fs::write(dir.path().join("stray"), "x").unwrap();
         cache.prune();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        assert_eq!(cache.get::<u8>("t", &k), Some(1));
+        assert_eq!(cache.session().get::<u8>("t", &key("a")), Some(1));
         CompileCache::disabled().prune();
     }
 
@@ -268,9 +510,12 @@ mod tests {
 
     #[test]
     fn a_disabled_cache_stores_nothing() {
-        let cache = CompileCache::disabled();
-        let k = key("a");
-        cache.put("t", &k, &1u8);
-        assert_eq!(cache.get::<u8>("t", &k), None);
+        let session = CompileCache::disabled().session();
+        session.put("t", &key("a"), &1u8);
+        session.flush();
+        assert_eq!(
+            CompileCache::disabled().session().get::<u8>("t", &key("a")),
+            None
+        );
     }
 }

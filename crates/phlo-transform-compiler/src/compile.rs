@@ -11,7 +11,7 @@ use phlo_transform_sql::sqlparser::ast::Query;
 use phlo_transform_sql::{extract_relations, parse_query, template, ParsedQuery};
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cache::{CacheStats, CompileCache};
+use crate::cache::{CacheSession, CacheStats, CompileCache};
 use crate::catalog::CatalogSnapshot;
 use crate::contracts::{self, Contract};
 use crate::graph::ModelGraph;
@@ -119,13 +119,14 @@ impl Compilation {
     ) -> Compilation {
         let mut stats = CacheStats::default();
         cache.prune();
+        let cache = cache.session();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
         let sql_dialect = default_dialect();
         let resolver = Resolver::new(&workspace);
         let mut compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
-            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, cache),
+            |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, &cache),
         );
         let test_files: Vec<Result<ParsedQuery, Diagnostic>> = workspace
             .tests
@@ -198,9 +199,11 @@ impl Compilation {
             &catalog,
             &workspace,
             &dialect,
-            cache,
+            &cache,
             &mut diagnostics,
         );
+        // The last stage that uses the cache: its new entries are written now.
+        cache.flush();
         stats.type_hits = typed.hits;
         stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
@@ -456,7 +459,7 @@ fn compile_model(
     ws: &Workspace,
     resolver: &Resolver,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
-    cache: &CompileCache,
+    cache: &CacheSession,
 ) -> CompiledEntry {
     let mut model = uncompiled(file);
     let text = if template::needs_rendering(&file.text) {

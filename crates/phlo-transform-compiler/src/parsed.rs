@@ -14,7 +14,7 @@ use phlo_transform_sql::sqlparser::dialect::Dialect;
 use phlo_transform_sql::{extract_relations, parse_query, RelationRef};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{CompileCache, KeyBuilder};
+use crate::cache::{CacheSession, KeyBuilder};
 
 const STAGE: &str = "parse";
 
@@ -93,7 +93,7 @@ pub(crate) fn parse(
     path: &str,
     target: &str,
     dialect: &dyn Dialect,
-    cache: &CompileCache,
+    cache: &CacheSession,
 ) -> (Result<Parsed, Diagnostic>, bool) {
     let key = KeyBuilder::new(STAGE).add(target).add(text).finish();
     if let Some(parsed) = cache.get::<Parsed>(STAGE, &key) {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::cache::{CompileCache, Key, KeyBuilder};
+use crate::cache::{CacheSession, Key, KeyBuilder};
 use crate::model::CompiledModel;
 use crate::plan_lineage::{ColumnDerivations, Derivation, Directness, InputColumn, Transformation};
 use crate::resolve::Target;
@@ -59,13 +59,13 @@ struct Entry {
 /// The typing stage's view of the cache for one compile: the schema hashes of the datasets
 /// registered so far (sources, then each level's typed models).
 pub(crate) struct TypingCache<'a> {
-    cache: &'a CompileCache,
+    cache: &'a CacheSession,
     dialect: &'a str,
     hashes: HashMap<String, String>,
 }
 
 impl<'a> TypingCache<'a> {
-    pub(crate) fn new(cache: &'a CompileCache, dialect: &'a str) -> Self {
+    pub(crate) fn new(cache: &'a CacheSession, dialect: &'a str) -> Self {
         TypingCache {
             cache,
             dialect,

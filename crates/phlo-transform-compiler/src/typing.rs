@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
-use crate::cache::CompileCache;
+use crate::cache::CacheSession;
 use crate::dialect::{known_dialects, Dialect};
 use crate::locate::expression_span;
 use crate::model::{typing_query, CompiledModel, ModelSchema};
@@ -93,7 +93,7 @@ pub(crate) fn infer(
     catalog: &CatalogSnapshot,
     workspace: &Workspace,
     dialect: &Dialect,
-    cache: &CompileCache,
+    cache: &CacheSession,
     diagnostics: &mut Diagnostics,
 ) -> TypingStats {
     let mut stats = TypingStats::default();

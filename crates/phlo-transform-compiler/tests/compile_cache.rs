@@ -257,32 +257,47 @@ fn a_damaged_cache_is_ignored_and_rewritten() {
     let cache_dir = dir.join(".phlo/cache/compile");
     let cache = CompileCache::at(&cache_dir);
     let cold = compile(&dir, &cache);
-    let entries = files(&cache_dir);
-    assert!(entries.len() > 10);
-    // Truncated, garbage, empty, an older format, a valid file under another entry's name.
-    let donor = std::fs::read(&entries[0]).unwrap();
-    for (n, path) in entries.iter().enumerate() {
-        let text = std::fs::read(path).unwrap();
-        let damaged: Vec<u8> = match n % 5 {
-            0 => text[..text.len() / 2].to_vec(),
-            1 => b"\x00\xff not json at all".to_vec(),
-            2 => Vec::new(),
-            3 => String::from_utf8(text)
-                .unwrap()
-                .replacen("phlo-compile-cache 1", "phlo-compile-cache 0", 1)
-                .into_bytes(),
-            _ => donor.clone(),
-        };
-        std::fs::write(path, damaged).unwrap();
+    let models = cold.models.len();
+    // One pack per stage: parse and type.
+    let packs = files(&cache_dir);
+    assert_eq!(packs.len(), 2);
+    let originals: Vec<Vec<u8>> = packs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    // Garbage, empty, an older format, the other stage's pack: nothing is read from them.
+    // Truncated to a half: the records before the cut are.
+    for kind in 0..5 {
+        for (n, path) in packs.iter().enumerate() {
+            let text = &originals[n];
+            let damaged: Vec<u8> = match kind {
+                0 => b"\x00\xff not a pack".to_vec(),
+                1 => Vec::new(),
+                2 => String::from_utf8(text.clone())
+                    .unwrap()
+                    .replacen("phlo-compile-cache 2", "phlo-compile-cache 1", 1)
+                    .into_bytes(),
+                3 => originals[1 - n].clone(),
+                _ => text[..text.len() / 2].to_vec(),
+            };
+            std::fs::write(path, damaged).unwrap();
+        }
+        let damaged = compile(&dir, &cache);
+        assert_same(&format!("damaged cache ({kind})"), &cold, &damaged);
+        let hits = damaged.cache_stats.parse_hits + damaged.cache_stats.type_hits;
+        if kind < 4 {
+            assert_eq!(hits, 0, "damage {kind}");
+        } else {
+            assert!(hits > 0 && hits < 2 * models, "truncated: {hits} hits");
+        }
+        // Rewritten: the next compile takes everything from the cache.
+        let again = compile(&dir, &cache);
+        assert!(again.cache_stats.parsed.is_empty() && again.cache_stats.typed.is_empty());
+        assert_same("rewritten cache", &cold, &again);
+        for path in files(&cache_dir) {
+            std::fs::remove_file(path).unwrap();
+        }
+        for (path, bytes) in packs.iter().zip(&originals) {
+            std::fs::write(path, bytes).unwrap();
+        }
     }
-    let damaged = compile(&dir, &cache);
-    assert_same("damaged cache", &cold, &damaged);
-    assert_eq!(damaged.cache_stats.parse_hits, 0);
-    assert_eq!(damaged.cache_stats.type_hits, 0);
-    // Rewritten: the next compile takes everything from it.
-    let again = compile(&dir, &cache);
-    assert!(again.cache_stats.parsed.is_empty() && again.cache_stats.typed.is_empty());
-    assert_same("rewritten cache", &cold, &again);
 }
 
 #[test]
@@ -303,7 +318,7 @@ fn concurrent_compiles_share_a_cache() {
     // No temporary file is left, and the cache is complete.
     assert!(files(&dir.join(".phlo/cache/compile"))
         .iter()
-        .all(|p| p.extension().is_none()));
+        .all(|p| p.extension().is_some_and(|e| e == "pack")));
     let warm = compile(&dir, &cache);
     assert!(warm.cache_stats.parsed.is_empty() && warm.cache_stats.typed.is_empty());
 }
