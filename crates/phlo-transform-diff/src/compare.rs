@@ -8,7 +8,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::{BooleanBuffer, NullBuffer};
 use datafusion::arrow::compute::kernels::cmp::distinct;
-use datafusion::arrow::compute::{and_not, cast, take};
+use datafusion::arrow::compute::{and_not, cast, interleave, take};
 use datafusion::arrow::datatypes::{
     ArrowNativeType, BinaryViewType, ByteArrayType, ByteViewType, DataType, Float32Type,
     Float64Type, GenericBinaryType, GenericStringType, StringViewType,
@@ -16,6 +16,8 @@ use datafusion::arrow::datatypes::{
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::row::{RowConverter, SortField};
 use std::cmp::Ordering;
+
+use crate::chunks::split;
 
 /// `true` where `base[i]` and `candidate[i]` differ. No nulls in the result.
 pub fn changed(
@@ -67,12 +69,13 @@ fn changed_by_rows(base: &ArrayRef, candidate: &ArrayRef) -> Result<BooleanArray
         .collect())
 }
 
-/// Per pair `i`, whether `base[base_rows[i]]` and `candidate[cand_rows[i]]` differ, by the
-/// rules of `changed`, read in place: primitives by their bits (which is how `distinct`
-/// compares floats: total order, NaN equal to NaN), strings and binaries by their bytes.
-/// Other types gather the pairs and use `changed`.
+/// Per pair `i`, whether base row `base_rows[i]` (a row id of the chunks `base`, see
+/// `chunks`) and `candidate[cand_rows[i]]` differ, by the rules of `changed`, read in place:
+/// primitives by their bits (which is how `distinct` compares floats: total order, NaN equal
+/// to NaN), strings and binaries by their bytes. Other types gather the pairs and use
+/// `changed`.
 pub fn changed_at(
-    base: &ArrayRef,
+    base: &[ArrayRef],
     base_rows: &[u32],
     candidate: &ArrayRef,
     cand_rows: &[u32],
@@ -81,36 +84,41 @@ pub fn changed_at(
     let at = Pairs {
         base_rows,
         cand_rows,
-        base_nulls: base.logical_nulls(),
+        base_nulls: base.iter().map(|b| b.logical_nulls()).collect(),
         cand_nulls: candidate.logical_nulls(),
     };
-    let same_type = base.data_type() == candidate.data_type();
-    Ok(match (base.data_type(), tolerance) {
-        _ if !same_type => gathered(base, base_rows, candidate, cand_rows, tolerance)?,
+    let data_type = candidate.data_type();
+    if base.iter().any(|b| b.data_type() != data_type) {
+        return gathered(base, base_rows, candidate, cand_rows, tolerance);
+    }
+    Ok(match (data_type, tolerance) {
         (DataType::Float64, Some(t)) => {
-            let (b, c) = (
-                base.as_primitive::<Float64Type>(),
-                candidate.as_primitive::<Float64Type>(),
-            );
-            at.collect(|x, y| {
-                let (x, y) = (b.value(x), c.value(y));
+            let b: Vec<_> = base
+                .iter()
+                .map(|b| b.as_primitive::<Float64Type>())
+                .collect();
+            let c = candidate.as_primitive::<Float64Type>();
+            at.collect(|(bc, x), y| {
+                let (x, y) = (b[bc].value(x), c.value(y));
                 x.to_bits() != y.to_bits() && beyond(x - y, t)
             })
         }
         (DataType::Float32, Some(t)) => {
-            let (b, c) = (
-                base.as_primitive::<Float32Type>(),
-                candidate.as_primitive::<Float32Type>(),
-            );
-            at.collect(|x, y| {
-                let (x, y) = (b.value(x), c.value(y));
+            let b: Vec<_> = base
+                .iter()
+                .map(|b| b.as_primitive::<Float32Type>())
+                .collect();
+            let c = candidate.as_primitive::<Float32Type>();
+            at.collect(|(bc, x), y| {
+                let (x, y) = (b[bc].value(x), c.value(y));
                 x.to_bits() != y.to_bits() && beyond(x as f64 - y as f64, t)
             })
         }
         (_, Some(_)) => gathered(base, base_rows, candidate, cand_rows, tolerance)?,
         (DataType::Boolean, None) => {
-            let (b, c) = (base.as_boolean(), candidate.as_boolean());
-            at.collect(|x, y| b.value(x) != c.value(y))
+            let b: Vec<_> = base.iter().map(|b| b.as_boolean()).collect();
+            let c = candidate.as_boolean();
+            at.collect(|(bc, x), y| b[bc].value(x) != c.value(y))
         }
         (DataType::Utf8, None) => bytes::<GenericStringType<i32>>(&at, base, candidate),
         (DataType::LargeUtf8, None) => bytes::<GenericStringType<i64>>(&at, base, candidate),
@@ -139,62 +147,71 @@ fn beyond(d: f64, t: f64) -> bool {
     )
 }
 
-/// The matched pairs of rows and both sides' nulls.
+/// The matched pairs of rows and both sides' nulls (the base's per chunk).
 struct Pairs<'a> {
     base_rows: &'a [u32],
     cand_rows: &'a [u32],
-    base_nulls: Option<NullBuffer>,
+    base_nulls: Vec<Option<NullBuffer>>,
     cand_nulls: Option<NullBuffer>,
 }
 
 impl Pairs<'_> {
     /// NULL-safe: a pair differs when one side is NULL and the other not, or both are values
-    /// and `differ` says so.
-    fn collect(&self, differ: impl Fn(usize, usize) -> bool) -> BooleanBuffer {
+    /// and `differ((base chunk, row), candidate row)` says so.
+    fn collect(&self, differ: impl Fn((usize, usize), usize) -> bool) -> BooleanBuffer {
         let n = self.base_rows.len();
         let (br, cr) = (self.base_rows, self.cand_rows);
-        match (&self.base_nulls, &self.cand_nulls) {
-            (None, None) => {
-                BooleanBuffer::collect_bool(n, |i| differ(br[i] as usize, cr[i] as usize))
-            }
-            (bn, cn) => BooleanBuffer::collect_bool(n, |i| {
-                let (x, y) = (br[i] as usize, cr[i] as usize);
-                let xv = bn.as_ref().is_none_or(|b| b.is_valid(x));
-                let yv = cn.as_ref().is_none_or(|c| c.is_valid(y));
-                xv != yv || (xv && differ(x, y))
-            }),
+        if self.base_nulls.iter().all(Option::is_none) && self.cand_nulls.is_none() {
+            return BooleanBuffer::collect_bool(n, |i| differ(split(br[i]), cr[i] as usize));
         }
+        let (bn, cn) = (&self.base_nulls, &self.cand_nulls);
+        BooleanBuffer::collect_bool(n, |i| {
+            let ((bc, x), y) = (split(br[i]), cr[i] as usize);
+            let xv = bn[bc].as_ref().is_none_or(|b| b.is_valid(x));
+            let yv = cn.as_ref().is_none_or(|c| c.is_valid(y));
+            xv != yv || (xv && differ((bc, x), y))
+        })
     }
 }
 
 /// Fixed-width values compared by their bits (`T` as wide as the type).
 fn fixed<T: ArrowNativeType>(
     at: &Pairs<'_>,
-    base: &ArrayRef,
+    base: &[ArrayRef],
     candidate: &ArrayRef,
 ) -> BooleanBuffer {
-    let (b, c) = (base.to_data(), candidate.to_data());
-    let (b, c) = (b.buffer::<T>(0), c.buffer::<T>(0));
-    at.collect(|x, y| b[x] != c[y])
+    let b: Vec<_> = base.iter().map(|b| b.to_data()).collect();
+    let b: Vec<&[T]> = b.iter().map(|b| b.buffer::<T>(0)).collect();
+    let c = candidate.to_data();
+    let c = c.buffer::<T>(0);
+    at.collect(|(bc, x), y| b[bc][x] != c[y])
 }
 
-fn bytes<T: ByteArrayType>(at: &Pairs<'_>, base: &ArrayRef, candidate: &ArrayRef) -> BooleanBuffer {
-    let b: &GenericByteArray<T> = base.as_bytes::<T>();
+fn bytes<T: ByteArrayType>(
+    at: &Pairs<'_>,
+    base: &[ArrayRef],
+    candidate: &ArrayRef,
+) -> BooleanBuffer {
+    let b: Vec<&GenericByteArray<T>> = base.iter().map(|b| b.as_bytes::<T>()).collect();
     let c: &GenericByteArray<T> = candidate.as_bytes::<T>();
-    at.collect(|x, y| {
-        let (x, y): (&[u8], &[u8]) = (b.value(x).as_ref(), c.value(y).as_ref());
+    at.collect(|(bc, x), y| {
+        let (x, y): (&[u8], &[u8]) = (b[bc].value(x).as_ref(), c.value(y).as_ref());
         x != y
     })
 }
 
 /// View arrays: the 16-byte views first (length and prefix, or the whole value when it is
 /// at most 12 bytes), then the bytes.
-fn views<T: ByteViewType>(at: &Pairs<'_>, base: &ArrayRef, candidate: &ArrayRef) -> BooleanBuffer {
-    let b: &GenericByteViewArray<T> = base.as_byte_view::<T>();
+fn views<T: ByteViewType>(
+    at: &Pairs<'_>,
+    base: &[ArrayRef],
+    candidate: &ArrayRef,
+) -> BooleanBuffer {
+    let b: Vec<&GenericByteViewArray<T>> = base.iter().map(|b| b.as_byte_view::<T>()).collect();
     let c: &GenericByteViewArray<T> = candidate.as_byte_view::<T>();
-    let (bv, cv) = (b.views(), c.views());
-    at.collect(|x, y| {
-        let (vx, vy) = (bv[x], cv[y]);
+    let cv = c.views();
+    at.collect(|(bc, x), y| {
+        let (vx, vy) = (b[bc].views()[x], cv[y]);
         if vx as u64 != vy as u64 {
             return true; // length or prefix
         }
@@ -204,20 +221,22 @@ fn views<T: ByteViewType>(at: &Pairs<'_>, base: &ArrayRef, candidate: &ArrayRef)
             let mask = (1u128 << (len * 8)) - 1;
             return (vx >> 32) & mask != (vy >> 32) & mask;
         }
-        let (x, y): (&[u8], &[u8]) = (b.value(x).as_ref(), c.value(y).as_ref());
+        let (x, y): (&[u8], &[u8]) = (b[bc].value(x).as_ref(), c.value(y).as_ref());
         x != y
     })
 }
 
 /// Any other type: the pairs gathered, then compared by `changed`.
 fn gathered(
-    base: &ArrayRef,
+    base: &[ArrayRef],
     base_rows: &[u32],
     candidate: &ArrayRef,
     cand_rows: &[u32],
     tolerance: Option<f64>,
 ) -> Result<BooleanBuffer, ArrowError> {
-    let b = take(base, &UInt32Array::from(base_rows.to_vec()), None)?;
+    let chunks: Vec<&dyn Array> = base.iter().map(|b| b.as_ref()).collect();
+    let at: Vec<(usize, usize)> = base_rows.iter().map(|&id| split(id)).collect();
+    let b = interleave(&chunks, &at)?;
     let c = take(candidate, &UInt32Array::from(cand_rows.to_vec()), None)?;
     let differs = changed(&b, &c, tolerance)?;
     Ok(match differs.nulls() {
@@ -229,6 +248,7 @@ fn gathered(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunks::first_id;
     use datafusion::arrow::array::{Decimal128Array, Int64Array, StringArray};
     use std::sync::Arc;
 
@@ -429,16 +449,32 @@ mod tests {
             // Every pair of rows, in both orders.
             let base_rows: Vec<u32> = (0..nb).flat_map(|x| (0..nc).map(move |_| x)).collect();
             let cand_rows: Vec<u32> = (0..nb).flat_map(|_| 0..nc).collect();
-            let in_place = changed_at(&b, &base_rows, &c, &cand_rows, tolerance).unwrap();
             let gb = take(&b, &UInt32Array::from(base_rows.clone()), None).unwrap();
             let gc = take(&c, &UInt32Array::from(cand_rows.clone()), None).unwrap();
             let whole = changed(&gb, &gc, tolerance).unwrap();
-            assert_eq!(
-                in_place.iter().collect::<Vec<_>>(),
-                trues(&whole),
-                "{} with tolerance {tolerance:?}",
-                b.data_type()
-            );
+            // The base as one chunk, and split in two after its first row.
+            let one = changed_at(
+                std::slice::from_ref(&b),
+                &base_rows,
+                &c,
+                &cand_rows,
+                tolerance,
+            )
+            .unwrap();
+            let two_chunks = [b.slice(0, 1), b.slice(1, b.len() - 1)];
+            let two_ids: Vec<u32> = base_rows
+                .iter()
+                .map(|&x| if x == 0 { 0 } else { first_id(1) + x - 1 })
+                .collect();
+            let two = changed_at(&two_chunks, &two_ids, &c, &cand_rows, tolerance).unwrap();
+            for in_place in [one, two] {
+                assert_eq!(
+                    in_place.iter().collect::<Vec<_>>(),
+                    trues(&whole),
+                    "{} with tolerance {tolerance:?}",
+                    b.data_type()
+                );
+            }
         }
     }
 }

@@ -5,7 +5,7 @@
 //! `u128` (fixed-width keys that fit, see `keys`) or encoded in Arrow's row format, and
 //! inserted into one `hashbrown::HashTable` per partition of the key hash, the partitions on
 //! their own threads; equality is NULL-safe and covers composite keys of any scalar types.
-//! The base batches are kept (concatenated once at the end) for the value comparison. Each
+//! The base batches are kept as they came (`chunks`) for the value comparison. Each
 //! candidate batch is hashed, and every partition probes and compares its own rows on its
 //! own thread, reading the matched values in place. Candidate batches are not kept: only
 //! the keys the base lacks and the rows a sample or `--output` needs.
@@ -19,11 +19,9 @@
 //! part in added/removed/modified. A candidate key found repeated after its first
 //! occurrence was already counted has that outcome retracted.
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array,
-};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array};
 use datafusion::arrow::buffer::BooleanBuffer;
-use datafusion::arrow::compute::{concat, concat_batches, filter_record_batch, take_record_batch};
+use datafusion::arrow::compute::{filter_record_batch, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use hashbrown::hash_table::Entry;
@@ -35,6 +33,7 @@ use serde_json::{json, Value};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+use crate::chunks::{first_id, Chunker, Chunks, MAX_CHUNKS};
 use crate::compare::changed_at;
 use crate::hashing::{hash_columns, RowFilter};
 use crate::keys::{hash_packed, KeyView, PackedView, Packer, RowView, SortKey};
@@ -48,6 +47,7 @@ const PARALLEL_MIN_ROWS: usize = 4096;
 struct BaseEntry {
     /// The packed key, or (row-format keys) the key hash.
     key: u128,
+    /// The row id (`chunks`).
     row: u32,
     /// Base rows with this key.
     count: u32,
@@ -178,15 +178,15 @@ struct Part {
 }
 
 struct BaseSide {
-    batch: RecordBatch,
-    /// The keys in the row format (keys too long to pack).
+    chunks: Chunks,
+    /// The keys in the row format (keys too long to pack), in row ordinal order.
     rows: Option<Rows>,
 }
 
 impl BaseSide {
     fn sort_key(&self, e: &BaseEntry) -> SortKey<'_> {
         match &self.rows {
-            Some(rows) => SortKey::Row(rows.row(e.row as usize).data()),
+            Some(rows) => SortKey::Row(rows.row(self.chunks.ordinal(e.row)).data()),
             None => SortKey::Packed(e.key.to_be_bytes()),
         }
     }
@@ -257,8 +257,10 @@ pub struct KeyedDiff {
     filter: Option<RowFilter>,
     sample_limit: usize,
     keep_rows: bool,
-    pending_base: Vec<RecordBatch>,
-    /// Row-format keys of the base rows indexed so far (when not packed).
+    chunker: Chunker,
+    /// The base rows indexed so far.
+    chunks: Chunks,
+    /// Row-format keys of the base rows indexed so far (when not packed), in ordinal order.
     base_keys: Rows,
     base: Option<BaseSide>,
     parts: Vec<Part>,
@@ -290,32 +292,6 @@ fn each_part(parts: &mut [Part], rows: usize, f: impl Fn(usize, &mut Part) + Syn
             }
         });
     }
-}
-
-/// The batches as one, a column per thread (`concat_batches`, column by column, copies the
-/// whole base side on one core).
-fn concat_columns(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch, Diagnostic> {
-    if batches.len() < 2 || batches.iter().map(|b| b.num_rows()).sum::<usize>() < PARALLEL_MIN_ROWS
-    {
-        return concat_batches(schema, batches).map_err(internal);
-    }
-    let columns = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..schema.fields().len())
-            .map(|c| {
-                s.spawn(move || {
-                    let arrays: Vec<&dyn Array> =
-                        batches.iter().map(|b| b.column(c).as_ref()).collect();
-                    concat(&arrays)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("concatenating a column"))
-            .collect::<Result<Vec<ArrayRef>, _>>()
-    })
-    .map_err(internal)?;
-    RecordBatch::try_new(schema.clone(), columns).map_err(internal)
 }
 
 impl KeyedDiff {
@@ -385,7 +361,8 @@ impl KeyedDiff {
             filter,
             sample_limit,
             keep_rows,
-            pending_base: Vec::new(),
+            chunker: Chunker::default(),
+            chunks: Chunks::new(alignment.schema.fields().len()),
             base: None,
             parts,
             base_rows: 0,
@@ -406,21 +383,30 @@ impl KeyedDiff {
     pub fn push_base(&mut self, batch: RecordBatch) -> Result<(), Diagnostic> {
         self.base_rows += batch.num_rows() as u64;
         let batch = self.filtered(batch)?;
-        let n = batch.num_rows();
-        if n == 0 {
+        if batch.num_rows() == 0 {
             return Ok(());
         }
-        let first = self.compared_base_rows;
-        if first + n as u64 > u32::MAX as u64 {
+        for chunk in self.chunker.push(&self.schema, batch).map_err(internal)? {
+            self.index_chunk(chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Indexes a chunk of base rows and keeps it.
+    fn index_chunk(&mut self, chunk: RecordBatch) -> Result<(), Diagnostic> {
+        let n = chunk.num_rows();
+        let ordinal = self.compared_base_rows;
+        if ordinal + n as u64 > u32::MAX as u64 || self.chunks.len() == MAX_CHUNKS {
             return Err(Diagnostic::error(
                 codes::DIFF_INVALID_OPTION,
-                "the base side has more than 4,294,967,295 rows: too many for one full comparison",
+                "the base side has too many rows for one full comparison",
             )
             .with_help("use --strategy partition, sampled or aggregate"));
         }
-        let first = first as u32;
+        let first = first_id(self.chunks.len());
+        self.chunks.push(chunk.clone(), ordinal as u32);
         let nparts = self.parts.len();
-        let key_columns = &batch.columns()[..self.nkeys];
+        let key_columns = &chunk.columns()[..self.nkeys];
         match &self.packer {
             Some(packer) => {
                 let keys = packer.pack(key_columns);
@@ -440,9 +426,10 @@ impl KeyedDiff {
                 let hashes = hash_columns(key_columns, n)?;
                 let view = RowView {
                     rows: &self.base_keys,
-                    offset: first as usize,
+                    offset: ordinal as usize,
                     hashes: &hashes,
                     base: &self.base_keys,
+                    base_ordinal: &|id| self.chunks.ordinal(id),
                 };
                 each_part(&mut self.parts, n, |pi, part| {
                     part.insert_base(&view, first, pi, nparts)
@@ -450,19 +437,20 @@ impl KeyedDiff {
             }
         }
         self.compared_base_rows += n as u64;
-        self.pending_base.push(batch);
         Ok(())
     }
 
     /// Ends the base side; call once, after the last `push_base`.
     pub fn finish_base(&mut self) -> Result<(), Diagnostic> {
-        let batch = concat_columns(&self.schema, &self.pending_base)?;
-        self.pending_base.clear();
+        if let Some(chunk) = self.chunker.finish(&self.schema).map_err(internal)? {
+            self.index_chunk(chunk)?;
+        }
         let rows = self
             .packer
             .is_none()
             .then(|| std::mem::replace(&mut self.base_keys, self.converter.empty_rows(0, 0)));
-        self.base = Some(BaseSide { batch, rows });
+        let chunks = std::mem::replace(&mut self.chunks, Chunks::new(0));
+        self.base = Some(BaseSide { chunks, rows });
         Ok(())
     }
 
@@ -516,6 +504,7 @@ impl KeyedDiff {
                         offset: 0,
                         hashes: &hashes,
                         base: base.rows.as_ref().expect("row-format base keys"),
+                        base_ordinal: &|id| base.chunks.ordinal(id),
                     },
                 };
                 each_part(&mut self.parts, n, |pi, part| part.probe(&probe, pi));
@@ -553,15 +542,7 @@ impl KeyedDiff {
     /// Counts removed rows and duplicates, and assembles the outcome.
     pub fn finish(self) -> Result<KeyedOutcome, Diagnostic> {
         let base = self.base.as_ref().expect("finish_base before finish");
-        let key_of = |array_row: usize| -> Value {
-            values::object(
-                self.names[..self.nkeys]
-                    .iter()
-                    .map(String::as_str)
-                    .zip(&base.batch.columns()[..self.nkeys]),
-                array_row,
-            )
-        };
+        let key_of = |id: u32| base.chunks.object(&self.names[..self.nkeys], 0, id);
         let mut records = Records::default();
         let mut changed = vec![0u64; self.names.len() - self.nkeys];
         let mut duplicates = Duplicates::default();
@@ -586,14 +567,12 @@ impl KeyedDiff {
                 }
                 if e.count > 1 || e.matched > 1 {
                     dup_samples.offer(base.sort_key(e).as_ref(), None, || {
-                        json!({"key": key_of(e.row as usize), "base_rows": e.count, "candidate_rows": e.matched})
+                        json!({"key": key_of(e.row), "base_rows": e.count, "candidate_rows": e.matched})
                     });
                 } else if e.matched == 0 {
                     records.removed += 1;
                     removed_samples.offer(base.sort_key(e).as_ref(), None, || {
-                        json!({"key": key_of(e.row as usize), "values": values::object(
-                            self.names[self.nkeys..].iter().map(String::as_str).zip(&base.batch.columns()[self.nkeys..]),
-                            e.row as usize)})
+                        json!({"key": key_of(e.row), "values": base.chunks.object(&self.names[self.nkeys..], self.nkeys, e.row)})
                     });
                     if self.keep_rows {
                         removed_rows.push(e.row);
@@ -664,8 +643,7 @@ impl KeyedDiff {
         };
         let differing_rows = if self.keep_rows {
             removed_rows.sort_unstable();
-            let removed = take_record_batch(&base.batch, &UInt32Array::from(removed_rows))
-                .map_err(internal)?;
+            let removed = base.chunks.gather(&removed_rows).map_err(internal)?;
             kept.push(("removed", "base", removed));
             Some(
                 kept.into_iter()
@@ -731,7 +709,7 @@ struct Probe<'a, V> {
 }
 
 impl Part {
-    /// Indexes this partition's rows of a base batch whose first row is base row `first`.
+    /// Indexes this partition's rows of a base chunk whose first row has id `first`.
     fn insert_base<V: KeyView>(&mut self, v: &V, first: u32, pi: usize, nparts: usize) {
         for r in 0..v.len() {
             let h = v.hash(r);
@@ -883,7 +861,7 @@ impl Part {
         words: usize,
     ) -> Result<(), Diagnostic> {
         let c = &p.common;
-        let base = &c.base.batch;
+        let base = &c.base.chunks;
         let mut masks: Vec<BooleanBuffer> = Vec::with_capacity(self.changed.len());
         for (i, tolerance) in c.tolerances.iter().enumerate() {
             let col = c.nkeys + i;
@@ -925,7 +903,7 @@ impl Part {
             self.masks.extend_from_slice(&mask);
             self.outcomes[slot as usize] = Outcome::Modified(at);
             self.modified += 1;
-            let (b, r) = (pair_base[i] as usize, pair_cand[i] as usize);
+            let (b, r) = (pair_base[i], pair_cand[i] as usize);
             self.modified_samples.offer(p.view.sort_key(r).as_ref(), Some(slot), || {
                 let mut changes = serde_json::Map::new();
                 for (m_i, m) in masks.iter().enumerate() {
@@ -933,7 +911,7 @@ impl Part {
                         let col = c.nkeys + m_i;
                         changes.insert(
                             c.names[col].clone(),
-                            json!({"base": values::value(base.column(col), b), "candidate": values::value(c.batch.column(col), r)}),
+                            json!({"base": base.value(col, b), "candidate": values::value(c.batch.column(col), r)}),
                         );
                     }
                 }
@@ -943,19 +921,20 @@ impl Part {
                 })
             });
             if c.keep_rows {
-                kept_base.push(b as u32);
+                kept_base.push(b);
                 kept_cand.push(r as u32);
                 kept_slots.push(slot);
             }
         }
         if !kept_slots.is_empty() {
-            for (side, batch, rows) in
-                [("base", base, kept_base), ("candidate", c.batch, kept_cand)]
-            {
+            let base_rows = base.gather(&kept_base).map_err(internal)?;
+            let cand_rows =
+                take_record_batch(c.batch, &UInt32Array::from(kept_cand)).map_err(internal)?;
+            for (side, batch) in [("base", base_rows), ("candidate", cand_rows)] {
                 self.kept.push(Kept {
                     kind: "modified",
                     side,
-                    batch: take_record_batch(batch, &UInt32Array::from(rows)).map_err(internal)?,
+                    batch,
                     slots: Some(kept_slots.clone()),
                 });
             }

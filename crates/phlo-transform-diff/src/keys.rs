@@ -254,12 +254,13 @@ impl KeyView for PackedView<'_> {
 }
 
 /// A batch's keys in the row format (`rows`, from row `offset`), their hashes, and the base
-/// side's row-format keys.
+/// side's row-format keys (in row ordinal order) with the ordinal of a base row id.
 pub struct RowView<'a> {
     pub rows: &'a Rows,
     pub offset: usize,
     pub hashes: &'a [u64],
     pub base: &'a Rows,
+    pub base_ordinal: &'a (dyn Fn(u32) -> usize + Sync),
 }
 
 impl KeyView for RowView<'_> {
@@ -276,7 +277,7 @@ impl KeyView for RowView<'_> {
     }
     #[inline]
     fn same_as_base(&self, base_row: u32, r: usize) -> bool {
-        self.base.row(base_row as usize) == self.rows.row(self.offset + r)
+        self.base.row((self.base_ordinal)(base_row)) == self.rows.row(self.offset + r)
     }
     #[inline]
     fn same_as_added(&self, owned: Option<&[u8]>, r: usize) -> bool {

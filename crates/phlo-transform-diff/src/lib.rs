@@ -9,6 +9,7 @@
 
 mod aggregate;
 mod checksum;
+mod chunks;
 mod compare;
 mod hashing;
 pub mod infer;
