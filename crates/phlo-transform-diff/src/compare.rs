@@ -2,6 +2,7 @@
 //! differs from any value), floats within an absolute tolerance, everything else exact
 //! (decimals included: `1.10` and `1.1` of one decimal type are the same value).
 
+use datafusion::arrow::array::ArrayData;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, GenericByteArray, GenericByteViewArray,
     UInt32Array,
@@ -69,13 +70,43 @@ fn changed_by_rows(base: &ArrayRef, candidate: &ArrayRef) -> Result<BooleanArray
         .collect())
 }
 
-/// Per pair `i`, whether base row `base_rows[i]` (a row id of the chunks `base`, see
+/// One base column across its chunks, with what every comparison reads of it taken once (per
+/// candidate batch and partition it would cost a pass over every chunk).
+pub struct BaseColumn {
+    arrays: Vec<ArrayRef>,
+    data: Vec<ArrayData>,
+    nulls: Vec<Option<NullBuffer>>,
+    any_nulls: bool,
+    /// The chunks' type, when they all have the same.
+    data_type: Option<DataType>,
+}
+
+impl BaseColumn {
+    pub fn new(arrays: Vec<ArrayRef>) -> Self {
+        let data_type = match arrays.split_first() {
+            Some((first, rest)) if rest.iter().all(|a| a.data_type() == first.data_type()) => {
+                Some(first.data_type().clone())
+            }
+            _ => None,
+        };
+        let nulls: Vec<Option<NullBuffer>> = arrays.iter().map(|a| a.logical_nulls()).collect();
+        BaseColumn {
+            data: arrays.iter().map(|a| a.to_data()).collect(),
+            any_nulls: nulls.iter().any(Option::is_some),
+            nulls,
+            arrays,
+            data_type,
+        }
+    }
+}
+
+/// Per pair `i`, whether base row `base_rows[i]` (a row id of the chunks of `base`, see
 /// `chunks`) and `candidate[cand_rows[i]]` differ, by the rules of `changed`, read in place:
 /// primitives by their bits (which is how `distinct` compares floats: total order, NaN equal
 /// to NaN), strings and binaries by their bytes. Other types gather the pairs and use
 /// `changed`.
 pub fn changed_at(
-    base: &[ArrayRef],
+    base: &BaseColumn,
     base_rows: &[u32],
     candidate: &ArrayRef,
     cand_rows: &[u32],
@@ -84,16 +115,17 @@ pub fn changed_at(
     let at = Pairs {
         base_rows,
         cand_rows,
-        base_nulls: base.iter().map(|b| b.logical_nulls()).collect(),
+        base_nulls: base.any_nulls.then_some(base.nulls.as_slice()),
         cand_nulls: candidate.logical_nulls(),
     };
     let data_type = candidate.data_type();
-    if base.iter().any(|b| b.data_type() != data_type) {
+    if base.data_type.as_ref() != Some(data_type) {
         return gathered(base, base_rows, candidate, cand_rows, tolerance);
     }
+    let arrays = &base.arrays;
     Ok(match (data_type, tolerance) {
         (DataType::Float64, Some(t)) => {
-            let b: Vec<_> = base
+            let b: Vec<_> = arrays
                 .iter()
                 .map(|b| b.as_primitive::<Float64Type>())
                 .collect();
@@ -104,7 +136,7 @@ pub fn changed_at(
             })
         }
         (DataType::Float32, Some(t)) => {
-            let b: Vec<_> = base
+            let b: Vec<_> = arrays
                 .iter()
                 .map(|b| b.as_primitive::<Float32Type>())
                 .collect();
@@ -116,7 +148,7 @@ pub fn changed_at(
         }
         (_, Some(_)) => gathered(base, base_rows, candidate, cand_rows, tolerance)?,
         (DataType::Boolean, None) => {
-            let b: Vec<_> = base.iter().map(|b| b.as_boolean()).collect();
+            let b: Vec<_> = arrays.iter().map(|b| b.as_boolean()).collect();
             let c = candidate.as_boolean();
             at.collect(|(bc, x), y| b[bc].value(x) != c.value(y))
         }
@@ -151,7 +183,8 @@ fn beyond(d: f64, t: f64) -> bool {
 struct Pairs<'a> {
     base_rows: &'a [u32],
     cand_rows: &'a [u32],
-    base_nulls: Vec<Option<NullBuffer>>,
+    /// Per chunk; `None` when no chunk has nulls.
+    base_nulls: Option<&'a [Option<NullBuffer>]>,
     cand_nulls: Option<NullBuffer>,
 }
 
@@ -161,13 +194,13 @@ impl Pairs<'_> {
     fn collect(&self, differ: impl Fn((usize, usize), usize) -> bool) -> BooleanBuffer {
         let n = self.base_rows.len();
         let (br, cr) = (self.base_rows, self.cand_rows);
-        if self.base_nulls.iter().all(Option::is_none) && self.cand_nulls.is_none() {
+        if self.base_nulls.is_none() && self.cand_nulls.is_none() {
             return BooleanBuffer::collect_bool(n, |i| differ(split(br[i]), cr[i] as usize));
         }
-        let (bn, cn) = (&self.base_nulls, &self.cand_nulls);
+        let (bn, cn) = (self.base_nulls, &self.cand_nulls);
         BooleanBuffer::collect_bool(n, |i| {
             let ((bc, x), y) = (split(br[i]), cr[i] as usize);
-            let xv = bn[bc].as_ref().is_none_or(|b| b.is_valid(x));
+            let xv = bn.is_none_or(|bn| bn[bc].as_ref().is_none_or(|b| b.is_valid(x)));
             let yv = cn.as_ref().is_none_or(|c| c.is_valid(y));
             xv != yv || (xv && differ((bc, x), y))
         })
@@ -177,11 +210,10 @@ impl Pairs<'_> {
 /// Fixed-width values compared by their bits (`T` as wide as the type).
 fn fixed<T: ArrowNativeType>(
     at: &Pairs<'_>,
-    base: &[ArrayRef],
+    base: &BaseColumn,
     candidate: &ArrayRef,
 ) -> BooleanBuffer {
-    let b: Vec<_> = base.iter().map(|b| b.to_data()).collect();
-    let b: Vec<&[T]> = b.iter().map(|b| b.buffer::<T>(0)).collect();
+    let b: Vec<&[T]> = base.data.iter().map(|b| b.buffer::<T>(0)).collect();
     let c = candidate.to_data();
     let c = c.buffer::<T>(0);
     at.collect(|(bc, x), y| b[bc][x] != c[y])
@@ -189,10 +221,10 @@ fn fixed<T: ArrowNativeType>(
 
 fn bytes<T: ByteArrayType>(
     at: &Pairs<'_>,
-    base: &[ArrayRef],
+    base: &BaseColumn,
     candidate: &ArrayRef,
 ) -> BooleanBuffer {
-    let b: Vec<&GenericByteArray<T>> = base.iter().map(|b| b.as_bytes::<T>()).collect();
+    let b: Vec<&GenericByteArray<T>> = base.arrays.iter().map(|b| b.as_bytes::<T>()).collect();
     let c: &GenericByteArray<T> = candidate.as_bytes::<T>();
     at.collect(|(bc, x), y| {
         let (x, y): (&[u8], &[u8]) = (b[bc].value(x).as_ref(), c.value(y).as_ref());
@@ -204,10 +236,11 @@ fn bytes<T: ByteArrayType>(
 /// at most 12 bytes), then the bytes.
 fn views<T: ByteViewType>(
     at: &Pairs<'_>,
-    base: &[ArrayRef],
+    base: &BaseColumn,
     candidate: &ArrayRef,
 ) -> BooleanBuffer {
-    let b: Vec<&GenericByteViewArray<T>> = base.iter().map(|b| b.as_byte_view::<T>()).collect();
+    let b: Vec<&GenericByteViewArray<T>> =
+        base.arrays.iter().map(|b| b.as_byte_view::<T>()).collect();
     let c: &GenericByteViewArray<T> = candidate.as_byte_view::<T>();
     let cv = c.views();
     at.collect(|(bc, x), y| {
@@ -228,13 +261,13 @@ fn views<T: ByteViewType>(
 
 /// Any other type: the pairs gathered, then compared by `changed`.
 fn gathered(
-    base: &[ArrayRef],
+    base: &BaseColumn,
     base_rows: &[u32],
     candidate: &ArrayRef,
     cand_rows: &[u32],
     tolerance: Option<f64>,
 ) -> Result<BooleanBuffer, ArrowError> {
-    let chunks: Vec<&dyn Array> = base.iter().map(|b| b.as_ref()).collect();
+    let chunks: Vec<&dyn Array> = base.arrays.iter().map(|b| b.as_ref()).collect();
     let at: Vec<(usize, usize)> = base_rows.iter().map(|&id| split(id)).collect();
     let b = interleave(&chunks, &at)?;
     let c = take(candidate, &UInt32Array::from(cand_rows.to_vec()), None)?;
@@ -453,15 +486,9 @@ mod tests {
             let gc = take(&c, &UInt32Array::from(cand_rows.clone()), None).unwrap();
             let whole = changed(&gb, &gc, tolerance).unwrap();
             // The base as one chunk, and split in two after its first row.
-            let one = changed_at(
-                std::slice::from_ref(&b),
-                &base_rows,
-                &c,
-                &cand_rows,
-                tolerance,
-            )
-            .unwrap();
-            let two_chunks = [b.slice(0, 1), b.slice(1, b.len() - 1)];
+            let one = BaseColumn::new(vec![b.clone()]);
+            let one = changed_at(&one, &base_rows, &c, &cand_rows, tolerance).unwrap();
+            let two_chunks = BaseColumn::new(vec![b.slice(0, 1), b.slice(1, b.len() - 1)]);
             let two_ids: Vec<u32> = base_rows
                 .iter()
                 .map(|&x| if x == 0 { 0 } else { first_id(1) + x - 1 })

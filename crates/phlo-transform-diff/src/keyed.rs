@@ -34,7 +34,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use crate::chunks::{first_id, Chunker, Chunks, MAX_CHUNKS};
-use crate::compare::changed_at;
+use crate::compare::{changed_at, BaseColumn};
 use crate::hashing::{hash_columns, RowFilter};
 use crate::keys::{hash_packed, KeyView, PackedView, Packer, RowView, SortKey};
 use crate::schema::Alignment;
@@ -179,6 +179,8 @@ struct Part {
 
 struct BaseSide {
     chunks: Chunks,
+    /// The compared columns (after the keys), as every comparison reads them.
+    compared: Vec<BaseColumn>,
     /// The keys in the row format (keys too long to pack), in row ordinal order.
     rows: Option<Rows>,
 }
@@ -450,7 +452,14 @@ impl KeyedDiff {
             .is_none()
             .then(|| std::mem::replace(&mut self.base_keys, self.converter.empty_rows(0, 0)));
         let chunks = std::mem::replace(&mut self.chunks, Chunks::new(0));
-        self.base = Some(BaseSide { chunks, rows });
+        let compared = (self.nkeys..self.names.len())
+            .map(|col| BaseColumn::new(chunks.column(col).to_vec()))
+            .collect();
+        self.base = Some(BaseSide {
+            chunks,
+            compared,
+            rows,
+        });
         Ok(())
     }
 
@@ -867,7 +876,7 @@ impl Part {
             let col = c.nkeys + i;
             masks.push(
                 changed_at(
-                    base.column(col),
+                    &c.base.compared[i],
                     pair_base,
                     c.batch.column(col),
                     pair_cand,
