@@ -76,31 +76,19 @@ impl Chunker {
 
 /// The base side's chunks, with each chunk's first row ordinal (its rows' position in the
 /// side, for the row-format keys stored in that order).
+#[derive(Default)]
 pub struct Chunks {
     batches: Vec<RecordBatch>,
     starts: Vec<u32>,
-    /// Per column, that column of every chunk.
-    columns: Vec<Vec<ArrayRef>>,
 }
 
 impl Chunks {
-    pub fn new(ncols: usize) -> Self {
-        Chunks {
-            batches: Vec::new(),
-            starts: Vec::new(),
-            columns: vec![Vec::new(); ncols],
-        }
-    }
-
     pub fn len(&self) -> usize {
         self.batches.len()
     }
 
     /// Adds a chunk whose first row has ordinal `start`.
     pub fn push(&mut self, batch: RecordBatch, start: u32) {
-        for (c, column) in self.columns.iter_mut().enumerate() {
-            column.push(batch.column(c).clone());
-        }
         self.starts.push(start);
         self.batches.push(batch);
     }
@@ -113,8 +101,8 @@ impl Chunks {
     }
 
     /// Column `col` of every chunk.
-    pub fn column(&self, col: usize) -> &[ArrayRef] {
-        &self.columns[col]
+    pub fn column(&self, col: usize) -> Vec<ArrayRef> {
+        self.batches.iter().map(|b| b.column(col).clone()).collect()
     }
 
     /// `{name: value}` of row `id` in the columns `names` name, from `first`.
@@ -127,7 +115,7 @@ impl Chunks {
     /// The value of column `col` in row `id`.
     pub fn value(&self, col: usize, id: u32) -> Value {
         let (chunk, row) = split(id);
-        values::value(&self.columns[col][chunk], row)
+        values::value(self.batches[chunk].column(col), row)
     }
 
     /// The rows `ids`, in that order.
@@ -157,7 +145,7 @@ mod tests {
         let schema: SchemaRef =
             Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
         let mut chunker = Chunker::default();
-        let mut chunks = Chunks::new(1);
+        let mut chunks = Chunks::default();
         let mut next = 0;
         let mut add = |chunk: RecordBatch, chunks: &mut Chunks| {
             chunks.push(chunk.clone(), next);
@@ -178,7 +166,7 @@ mod tests {
         assert_eq!(chunks.len(), 5);
         let mut seen = Vec::new();
         for chunk in 0..chunks.len() {
-            let column = &chunks.column(0)[chunk];
+            let column = chunks.batches[chunk].column(0);
             for row in 0..column.len() {
                 let id = first_id(chunk) + row as u32;
                 let Value::Number(v) = chunks.value(0, id) else {

@@ -364,7 +364,7 @@ impl KeyedDiff {
             sample_limit,
             keep_rows,
             chunker: Chunker::default(),
-            chunks: Chunks::new(alignment.schema.fields().len()),
+            chunks: Chunks::default(),
             base: None,
             parts,
             base_rows: 0,
@@ -451,9 +451,9 @@ impl KeyedDiff {
             .packer
             .is_none()
             .then(|| std::mem::replace(&mut self.base_keys, self.converter.empty_rows(0, 0)));
-        let chunks = std::mem::replace(&mut self.chunks, Chunks::new(0));
+        let chunks = std::mem::take(&mut self.chunks);
         let compared = (self.nkeys..self.names.len())
-            .map(|col| BaseColumn::new(chunks.column(col).to_vec()))
+            .map(|col| BaseColumn::new(chunks.column(col)))
             .collect();
         self.base = Some(BaseSide {
             chunks,
