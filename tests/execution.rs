@@ -94,3 +94,71 @@ fn a_deep_chain_of_views_plans_without_overflowing_the_stack() {
         (Some("passed"), Some(1))
     );
 }
+
+/// Issue 17: data tests run `--jobs` at once. Whatever order they end in, each gets its own
+/// result (failed with its violations, passed, blocked over a model that failed), the report
+/// lists them in the plan's order, and every result is in the state: a run after it reuses
+/// exactly the passes.
+#[test]
+fn tests_run_several_at_once_and_each_result_is_its_own_and_recorded() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    for i in 0..10 {
+        write_file(
+            root,
+            &format!("transforms/x/m{i:02}.sql"),
+            &format!("-- @table\nselect {i} as id, {i} * 10 as amount\n"),
+        );
+        // Fails for ids divisible by three, with one violating row.
+        write_file(
+            root,
+            &format!("tests/t{i:02}.sql"),
+            &format!("select * from x.m{i:02} where id % 3 = 0\n"),
+        );
+    }
+    write_file(
+        root,
+        "transforms/x/bad.sql",
+        "-- @table\nselect cast('seven' as int) as id\n",
+    );
+    write_file(root, "tests/t_bad.sql", "select * from x.bad where id < 0\n");
+    let tests = |report: &serde_json::Value| -> Vec<(String, String, Option<u64>)> {
+        report["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["status"].as_str().unwrap().to_string(),
+                    t["violations"].as_u64(),
+                )
+            })
+            .collect()
+    };
+    let one_at_a_time = run(root, &["run", "--jobs", "1", "--json"]);
+    assert_eq!(one_at_a_time.code, 1, "{}", one_at_a_time.stderr);
+    let _ = std::fs::remove_dir_all(root.join(".phlo"));
+    let first = run(root, &["run", "--jobs", "4", "--json"]);
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    let results = tests(&first.json());
+    assert_eq!(results, tests(&one_at_a_time.json()));
+    assert_eq!(results.len(), 11, "{results:?}");
+    for (name, status, violations) in &results {
+        let expected = match name.as_str() {
+            "t_bad" => ("blocked", None),
+            "t00" | "t03" | "t06" | "t09" => ("failed", Some(1)),
+            _ => ("passed", Some(0)),
+        };
+        assert_eq!((status.as_str(), *violations), expected, "{name}");
+    }
+    let second = run(root, &["run", "--jobs", "4", "--json"]);
+    for (name, status, _) in tests(&second.json()) {
+        let expected = match name.as_str() {
+            "t_bad" => "blocked",
+            "t00" | "t03" | "t06" | "t09" => "failed",
+            _ => "cached",
+        };
+        assert_eq!(status, expected, "{name}");
+    }
+}

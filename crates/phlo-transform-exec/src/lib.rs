@@ -224,13 +224,16 @@ pub async fn execute(
         tests_run::earlier_passes(state.as_ref(), &plan.environment, &run_id).await?
     };
     let tests = tests_run::run_tests(
-        c,
-        plan,
-        adapter.as_ref(),
-        &states,
-        &passed_before,
-        stop.is_some(),
-        &options.cancel,
+        tests_run::TestRun {
+            c,
+            plan,
+            adapter: &adapter,
+            states: &states,
+            passed_before: &passed_before,
+            stopped: stop.is_some(),
+            cancel: &options.cancel,
+            jobs: options.jobs,
+        },
         &recorder,
     )
     .await?;

@@ -1,6 +1,6 @@
-//! The data tests, run after the models. A test over a model that did not materialise is
-//! blocked; once the run has stopped (`--fail-fast`, an interrupt) the tests that were never
-//! started are cancelled. A test that passed at its current version (its SQL, the versions of
+//! The data tests, run after the models, `jobs` at once. A test over a model that did not
+//! materialise is blocked; once the run has stopped (`--fail-fast`, an interrupt) the tests
+//! that were never started are cancelled. A test that passed at its current version (its SQL, the versions of
 //! the models it reads and the states of the sources it reads) is `cached`, not run again.
 
 use crate::failure::Category;
@@ -8,6 +8,7 @@ use crate::recorder::Recorder;
 use crate::report::{ErrorInfo, TestResult};
 use crate::scheduler::NodeState;
 use crate::CancelHandle;
+use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_adapter::{Adapter, InFlight};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::{Compilation, CompiledTest};
@@ -16,7 +17,9 @@ use phlo_transform_core::Fingerprint;
 use phlo_transform_plan::Plan;
 use phlo_transform_state::StateError;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
+use tokio::task::{Id, JoinError, JoinSet};
 
 /// Tests that passed before: name → (the version it passed at, the run it passed in).
 pub(crate) type Passes = HashMap<String, (String, String)>;
@@ -66,28 +69,39 @@ pub(crate) async fn earlier_passes(
         .collect())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the tests of a run need to know about it.
+pub(crate) struct TestRun<'a> {
+    pub c: &'a Compilation,
+    pub plan: &'a Plan,
+    pub adapter: &'a Arc<dyn Adapter>,
+    /// The models' end states: a test over one that did not materialise is blocked.
+    pub states: &'a HashMap<&'a str, NodeState>,
+    pub passed_before: &'a Passes,
+    /// The run stopped (`--fail-fast`): no test starts.
+    pub stopped: bool,
+    pub cancel: &'a CancelHandle,
+    /// Tests executing at once (the run's `jobs`).
+    pub jobs: usize,
+}
+
+/// Runs the plan's tests, `jobs` at once, and records every result. Results are written as
+/// they come: each state write takes every result that ended since the last one (tests that
+/// ran nothing, cached, blocked or cancelled, included), so a run with many quick tests
+/// makes far fewer writes than tests. The results are returned in the plan's order.
 pub(crate) async fn run_tests(
-    c: &Compilation,
-    plan: &Plan,
-    adapter: &dyn Adapter,
-    states: &HashMap<&str, NodeState>,
-    passed_before: &Passes,
-    stopped: bool,
-    cancel: &CancelHandle,
+    run: TestRun<'_>,
     recorder: &Recorder<'_>,
 ) -> Result<Vec<TestResult>, StateError> {
     let by_name: HashMap<&str, &CompiledTest> =
-        c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
-    let physical = |t: &Target| crate::jobs::physical_parts(c, adapter, t);
-    let mut out: Vec<TestResult> = Vec::new();
-    // Results from `unrecorded` on are not written yet: those that ran nothing (cached,
-    // blocked, cancelled) are written together with the next executed test's, or at the end,
-    // rather than one state write each.
-    let mut unrecorded = 0;
-    for planned in &plan.tests {
+        run.c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
+    let physical = |t: &Target| crate::jobs::physical_parts(run.c, run.adapter.as_ref(), t);
+    let stopped = || run.stopped || run.cancel.is_cancelled();
+    let mut results: Vec<Option<TestResult>> = vec![None; run.plan.tests.len()];
+    let mut ended = Ended::default();
+    let mut executing: JoinSet<TestResult> = JoinSet::new();
+    for (index, planned) in run.plan.tests.iter().enumerate() {
         let test = by_name[planned.name.as_str()];
-        let version = test_version(c, test);
+        let version = test_version(run.c, test);
         let mut r = TestResult {
             name: planned.name.clone(),
             status: "passed".into(),
@@ -97,73 +111,171 @@ pub(crate) async fn run_tests(
             version: version.clone(),
             reason: None,
         };
-        let cached_from = passed_before
+        let cached_from = run
+            .passed_before
             .get(&planned.name)
             .filter(|(v, _)| version.as_ref() == Some(v))
             .map(|(_, run)| run);
         let blocked = planned.targets.iter().any(|t| {
-            states
+            run.states
                 .get(t.as_str())
                 .is_some_and(|s| !s.satisfies_dependents())
         });
         if blocked {
-            r.status = "blocked".into();
-            r.error = Some(ErrorInfo::new(
-                Category::Dependency,
-                codes::UPSTREAM_FAILED,
-                "a tested model did not materialise",
-            ));
-        } else if stopped || cancel.is_cancelled() {
-            r.status = "cancelled".into();
-            r.error = Some(ErrorInfo::new(
-                Category::Cancelled,
-                codes::CANCELLED,
-                "not started: the run stopped",
-            ));
-        } else if let Some(run) = cached_from {
+            ended.ran_nothing(index, blocked_result(r));
+            continue;
+        }
+        if let Some(from) = cached_from.filter(|_| !stopped()) {
             r.status = "cached".into();
             r.reason = Some(format!(
-                "passed in run {run} at this version: its SQL and what it reads are unchanged (`--rerun-tests` runs it)"
+                "passed in run {from} at this version: its SQL and what it reads are unchanged (`--rerun-tests` runs it)"
             ));
-        } else {
-            let t0 = Instant::now();
-            let outcome = match c.executable_test_query(test, &physical) {
-                Some(q) => adapter.execute(&q, &InFlight::default()).await,
-                None => Err(phlo_transform_adapter::AdapterError::new(
-                    codes::TEST_ERROR,
-                    "test query could not be built",
-                )),
-            };
-            r.duration_ms = Some(t0.elapsed().as_millis() as u64);
-            match outcome {
-                Ok(0) => r.violations = Some(0),
-                Ok(n) => {
-                    r.status = "failed".into();
-                    r.violations = Some(n);
-                    r.error = Some(
-                        ErrorInfo::new(
-                            Category::Test,
-                            codes::TEST_FAILED,
-                            format!("{n} violating row(s)"),
-                        )
+            ended.ran_nothing(index, r);
+            continue;
+        }
+        while executing.len() >= run.jobs.max(1) {
+            ended.wait(&mut executing, &mut results, recorder).await?;
+        }
+        if stopped() {
+            ended.ran_nothing(index, cancelled_result(r));
+            continue;
+        }
+        let query = run.c.executable_test_query(test, &physical);
+        let adapter = run.adapter.clone();
+        let task = executing.spawn(execute(adapter, query, r.clone()));
+        ended.started(task.id(), index, r);
+    }
+    while !executing.is_empty() {
+        ended.wait(&mut executing, &mut results, recorder).await?;
+    }
+    ended.record(&mut results, recorder).await?;
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// The tests executing (by task) and the results that ended and are not written yet, by
+/// their index in the plan.
+#[derive(Default)]
+struct Ended {
+    executing: HashMap<Id, (usize, TestResult)>,
+    unrecorded: Vec<(usize, TestResult)>,
+}
+
+impl Ended {
+    fn started(&mut self, task: Id, index: usize, r: TestResult) {
+        self.executing.insert(task, (index, r));
+    }
+
+    /// A test that ran nothing: written with the next executed test's result, or at the end.
+    fn ran_nothing(&mut self, index: usize, r: TestResult) {
+        self.unrecorded.push((index, r));
+    }
+
+    /// Waits for an executing test to end, takes every other one that ended meanwhile, and
+    /// writes them all.
+    async fn wait(
+        &mut self,
+        executing: &mut JoinSet<TestResult>,
+        results: &mut [Option<TestResult>],
+        recorder: &Recorder<'_>,
+    ) -> Result<(), StateError> {
+        let Some(first) = executing.join_next_with_id().await else {
+            return Ok(());
+        };
+        self.joined(first);
+        while let Some(more) = executing.try_join_next_with_id() {
+            self.joined(more);
+        }
+        self.record(results, recorder).await
+    }
+
+    /// A test task's end; one that panicked (a bug) is a test that errored, as a model's
+    /// task is a model that failed.
+    fn joined(&mut self, done: Result<(Id, TestResult), JoinError>) {
+        let task = match &done {
+            Ok((id, _)) => *id,
+            Err(e) => e.id(),
+        };
+        let (index, mut r) = self.executing.remove(&task).expect("every task is known");
+        match done {
+            Ok((_, ended)) => r = ended,
+            Err(e) => {
+                r.status = "error".into();
+                r.error = Some(
+                    ErrorInfo::new(Category::Internal, codes::TASK_PANICKED, e.to_string())
                         .at_attempt(1),
-                    );
-                }
-                Err(e) => {
-                    r.status = "error".into();
-                    r.error = Some(
-                        ErrorInfo::new(Category::Test, codes::TEST_ERROR, e.message).at_attempt(1),
-                    );
-                }
+                );
             }
         }
-        let executed = r.duration_ms.is_some();
-        out.push(r);
-        if executed {
-            recorder.tests(&out[unrecorded..]).await?;
-            unrecorded = out.len();
+        self.unrecorded.push((index, r));
+    }
+
+    /// Writes the unrecorded results in one state write and puts them in their places.
+    async fn record(
+        &mut self,
+        results: &mut [Option<TestResult>],
+        recorder: &Recorder<'_>,
+    ) -> Result<(), StateError> {
+        let mut batch = std::mem::take(&mut self.unrecorded);
+        batch.sort_by_key(|(index, _)| *index);
+        let (indices, tests): (Vec<usize>, Vec<TestResult>) = batch.into_iter().unzip();
+        recorder.tests(&tests).await?;
+        for (index, t) in indices.into_iter().zip(tests) {
+            results[index] = Some(t);
+        }
+        Ok(())
+    }
+}
+
+fn blocked_result(mut r: TestResult) -> TestResult {
+    r.status = "blocked".into();
+    r.error = Some(ErrorInfo::new(
+        Category::Dependency,
+        codes::UPSTREAM_FAILED,
+        "a tested model did not materialise",
+    ));
+    r
+}
+
+fn cancelled_result(mut r: TestResult) -> TestResult {
+    r.status = "cancelled".into();
+    r.error = Some(ErrorInfo::new(
+        Category::Cancelled,
+        codes::CANCELLED,
+        "not started: the run stopped",
+    ));
+    r
+}
+
+/// Runs one test's query (`None`: it could not be built) and reads its violations.
+async fn execute(adapter: Arc<dyn Adapter>, query: Option<Query>, mut r: TestResult) -> TestResult {
+    let t0 = Instant::now();
+    let outcome = match query {
+        Some(q) => adapter.execute(&q, &InFlight::default()).await,
+        None => Err(phlo_transform_adapter::AdapterError::new(
+            codes::TEST_ERROR,
+            "test query could not be built",
+        )),
+    };
+    r.duration_ms = Some(t0.elapsed().as_millis() as u64);
+    match outcome {
+        Ok(0) => r.violations = Some(0),
+        Ok(n) => {
+            r.status = "failed".into();
+            r.violations = Some(n);
+            r.error = Some(
+                ErrorInfo::new(
+                    Category::Test,
+                    codes::TEST_FAILED,
+                    format!("{n} violating row(s)"),
+                )
+                .at_attempt(1),
+            );
+        }
+        Err(e) => {
+            r.status = "error".into();
+            r.error =
+                Some(ErrorInfo::new(Category::Test, codes::TEST_ERROR, e.message).at_attempt(1));
         }
     }
-    recorder.tests(&out[unrecorded..]).await?;
-    Ok(out)
+    r
 }
