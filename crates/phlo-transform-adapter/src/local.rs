@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use crate::error::{err, io_err};
 use crate::pins::{Pin, Pins};
-use crate::relations::{open_delta, open_delta_provider, Relations, ViewDefinition};
+use crate::relations::{delta_provider, open_delta_provider, Relations, ViewDefinition};
 use crate::warehouse::{Warehouse, WarehousePath};
 use crate::{
     Adapter, AdapterError, InFlight, MaterializeJob, MaterializeOutcome, QueryId, Relation,
@@ -273,11 +273,6 @@ impl LocalEngine {
         }
     }
 
-    async fn register_delta(&self, model: &str) -> Result<(), AdapterError> {
-        let provider = open_delta(&self.warehouse, &self.ctx.state(), model).await?;
-        self.register(model, provider)
-    }
-
     async fn plan_query(&self, query: &Query) -> Result<LogicalPlan, AdapterError> {
         let statement = DfStatement::Statement(Box::new(Statement::Query(Box::new(query.clone()))));
         let plan = self
@@ -310,10 +305,16 @@ impl LocalEngine {
             }
             false => crate::delta::write(&self.ctx, &table, job, plan).await?,
         };
-        self.register_delta(name).await?;
+        let provider = delta_provider(&written.table, &self.ctx.state())
+            .await
+            .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{name}`: {e}")))?;
+        self.register(name, provider)?;
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(old_view.as_path());
-        let rows = self.count_table(name).await?;
+        let rows = match crate::delta::row_count(&written.table) {
+            Some(rows) => rows,
+            None => self.count_table(name).await?,
+        };
         Ok(MaterializeOutcome {
             rows: Some(rows),
             already_committed: written.already_committed,

@@ -271,6 +271,14 @@ async fn open_delta_provider_at(
         None => deltalake::open_table(url).await,
     }
     .map_err(|e| e.to_string())?;
+    delta_provider(&table, state).await
+}
+
+/// `table` read in `state` (whose object stores learn the table's).
+pub(crate) async fn delta_provider(
+    table: &deltalake::DeltaTable,
+    state: &SessionState,
+) -> Result<Arc<dyn TableProvider>, String> {
     table
         .update_datafusion_session(state)
         .map_err(|e| e.to_string())?;

@@ -36,18 +36,16 @@ pub async fn last_written_version(table: &DeltaTable) -> Result<Option<String>, 
     }))
 }
 
-/// Compacts (and vacuums) the table at `path` when `compact_every` data writes happened
-/// since the last compaction.
+/// Compacts (and vacuums) `table`, just written at `path`, when `compact_every` data writes
+/// happened since the last compaction. Returns the table as maintenance left it.
 pub async fn after_write(
+    table: DeltaTable,
     path: &Path,
     settings: &MaintenanceSection,
     run_id: &str,
-) -> Result<(), AdapterError> {
+) -> Result<DeltaTable, AdapterError> {
     let Some(every) = settings.compact_every.filter(|n| *n > 0) else {
-        return Ok(());
-    };
-    let Some(table) = super::table::open(path).await? else {
-        return Ok(());
+        return Ok(table);
     };
     let history = table
         .history(Some(HISTORY_WINDOW))
@@ -58,7 +56,7 @@ pub async fn after_write(
         .filter(is_data_write)
         .count() as u64;
     if writes < every {
-        return Ok(());
+        return Ok(table);
     }
     let properties = |step: &str| {
         CommitProperties::default().with_metadata([
@@ -71,16 +69,17 @@ pub async fn after_write(
         .with_commit_properties(properties("optimize"))
         .await
         .map_err(|e| io_err(format!("compacting {}: {e}", path.display())))?;
-    if let Some(retention) = settings.vacuum_retention {
-        let retention = chrono::Duration::from_std(retention)
-            .map_err(|e| io_err(format!("vacuum retention: {e}")))?;
-        table
-            .vacuum()
-            .with_retention_period(retention)
-            .with_enforce_retention_duration(false)
-            .with_commit_properties(properties("vacuum"))
-            .await
-            .map_err(|e| io_err(format!("vacuuming {}: {e}", path.display())))?;
-    }
-    Ok(())
+    let Some(retention) = settings.vacuum_retention else {
+        return Ok(table);
+    };
+    let retention = chrono::Duration::from_std(retention)
+        .map_err(|e| io_err(format!("vacuum retention: {e}")))?;
+    let (table, _) = table
+        .vacuum()
+        .with_retention_period(retention)
+        .with_enforce_retention_duration(false)
+        .with_commit_properties(properties("vacuum"))
+        .await
+        .map_err(|e| io_err(format!("vacuuming {}: {e}", path.display())))?;
+    Ok(table)
 }

@@ -55,6 +55,9 @@ const OWN_CHECK_PREFIX: &str = "phlo_check_";
 pub struct Written {
     pub already_committed: bool,
     pub description: String,
+    /// The table as the write (and any maintenance after it) left it: read from here, not
+    /// opened again.
+    pub table: DeltaTable,
 }
 
 /// The strategy label the table at `path` was built with.
@@ -84,6 +87,7 @@ pub async fn write(
             return Ok(Written {
                 already_committed: true,
                 description: "already committed".into(),
+                table: table.clone(),
             });
         }
     }
@@ -95,7 +99,7 @@ pub async fn write(
         app_id,
         desired,
     };
-    let description = match existing {
+    let (description, table) = match existing {
         None => sink.full(None, plan).await?,
         Some(table) => {
             let label = table
@@ -137,10 +141,11 @@ pub async fn write(
             }
         }
     };
-    maintenance::after_write(path, &job.table.maintenance, &job.run_id).await?;
+    let table = maintenance::after_write(table, path, &job.table.maintenance, &job.run_id).await?;
     Ok(Written {
         already_committed: false,
         description,
+        table,
     })
 }
 
@@ -317,7 +322,7 @@ impl Sink<'_> {
         &self,
         table: Option<DeltaTable>,
         plan: LogicalPlan,
-    ) -> Result<String, AdapterError> {
+    ) -> Result<(String, DeltaTable), AdapterError> {
         let (table, mode) = match table {
             Some(t) if self.desired.matches(&t)? => (t, SaveMode::Overwrite),
             existing => {
@@ -332,7 +337,7 @@ impl Sink<'_> {
         let plan = relabel::relabelled(self.ctx, plan)
             .await
             .map_err(|e| crate::cause::datafusion_error(&e))?;
-        table
+        let table = table
             .write(Vec::new())
             .with_input_plan(plan)
             .with_session_state(self.session())
@@ -341,7 +346,7 @@ impl Sink<'_> {
             .with_commit_properties(self.properties(true))
             .await
             .map_err(classify)?;
-        Ok("full".into())
+        Ok(("full".into(), table))
     }
 
     async fn create(&self, mode: SaveMode) -> Result<DeltaTable, AdapterError> {
@@ -372,7 +377,7 @@ impl Sink<'_> {
         table: DeltaTable,
         strategy: &IncrementalStrategy,
         plan: LogicalPlan,
-    ) -> Result<String, AdapterError> {
+    ) -> Result<(String, DeltaTable), AdapterError> {
         table
             .update_datafusion_session(&self.ctx.state())
             .map_err(|e| io_err(e.to_string()))?;
@@ -416,7 +421,7 @@ impl Sink<'_> {
                     }
                 }
                 let Some(predicate) = change::partition_predicate(parts, &affected) else {
-                    return Ok("no change".into());
+                    return Ok(("no change".into(), table));
                 };
                 self.replace(table, new, predicate, affected.len()).await
             }
@@ -424,8 +429,12 @@ impl Sink<'_> {
         }
     }
 
-    async fn append(&self, table: DeltaTable, rows: DataFrame) -> Result<String, AdapterError> {
-        table
+    async fn append(
+        &self,
+        table: DeltaTable,
+        rows: DataFrame,
+    ) -> Result<(String, DeltaTable), AdapterError> {
+        let table = table
             .write(Vec::new())
             .with_input_plan(rows.into_unoptimized_plan())
             .with_session_state(self.session())
@@ -433,7 +442,7 @@ impl Sink<'_> {
             .with_commit_properties(self.properties(true))
             .await
             .map_err(classify)?;
-        Ok("append".into())
+        Ok(("append".into(), table))
     }
 
     async fn merge(
@@ -442,7 +451,7 @@ impl Sink<'_> {
         rows: DataFrame,
         key: &[String],
         columns: &[String],
-    ) -> Result<String, AdapterError> {
+    ) -> Result<(String, DeltaTable), AdapterError> {
         let side =
             |alias: &str, c: &str| Expr::Column(datafusion::common::Column::new(Some(alias), c));
         let on = key
@@ -450,7 +459,7 @@ impl Sink<'_> {
             .map(|k| side("t", k).eq(side("s", k)))
             .reduce(Expr::and)
             .expect("a merge key is never empty");
-        let (_, metrics) = table
+        let (table, metrics) = table
             .merge(rows, on)
             .with_source_alias("s")
             .with_target_alias("t")
@@ -472,10 +481,11 @@ impl Sink<'_> {
             .with_commit_properties(self.properties(true))
             .await
             .map_err(classify)?;
-        Ok(format!(
+        let description = format!(
             "merge ({} inserted, {} updated)",
             metrics.num_target_rows_inserted, metrics.num_target_rows_updated
-        ))
+        );
+        Ok((description, table))
     }
 
     async fn replace(
@@ -484,11 +494,11 @@ impl Sink<'_> {
         new: DataFrame,
         predicate: Expr,
         partitions: usize,
-    ) -> Result<String, AdapterError> {
+    ) -> Result<(String, DeltaTable), AdapterError> {
         let rows = new
             .filter(predicate.clone())
             .map_err(|e| err(codes::QUERY_FAILED, e.to_string()))?;
-        table
+        let table = table
             .write(Vec::new())
             .with_input_plan(rows.into_unoptimized_plan())
             .with_session_state(self.session())
@@ -497,12 +507,63 @@ impl Sink<'_> {
             .with_commit_properties(self.properties(true))
             .await
             .map_err(classify)?;
-        Ok(format!("replace {partitions} partition(s)"))
+        Ok((format!("replace {partitions} partition(s)"), table))
     }
+}
+
+/// The rows of `table` from its files' statistics, without reading them; `None` when a file
+/// has no row count or carries a deletion vector (its count is before the deletions).
+pub fn row_count(table: &DeltaTable) -> Option<u64> {
+    let snapshot = table.snapshot().ok()?;
+    snapshot.log_data().iter().try_fold(0u64, |rows, file| {
+        match file.deletion_vector_descriptor() {
+            Some(_) => None,
+            None => Some(rows + file.num_records()? as u64),
+        }
+    })
 }
 
 /// A delta-rs failure by its cause ([`crate::cause`]): storage and commit contention may pass
 /// on a retry; a division by zero, a failed cast or rows breaking a constraint never do.
 pub fn classify(e: DeltaTableError) -> AdapterError {
     crate::cause::delta_error(&e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::arrow::datatypes::DataType;
+
+    fn batch(values: &[i64]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(values.to_vec()))]).unwrap()
+    }
+
+    async fn write(table: DeltaTable, values: &[i64], mode: SaveMode) -> DeltaTable {
+        table
+            .write(vec![batch(values)])
+            .with_save_mode(mode)
+            .await
+            .unwrap()
+    }
+
+    /// Counted from the files' statistics after appends, an overwrite and a delete, as a
+    /// scan of the table counts them.
+    #[tokio::test]
+    async fn row_count_follows_every_kind_of_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = deltalake::ensure_table_uri(dir.path().to_string_lossy()).unwrap();
+        let table = DeltaTable::try_from_url(url).await.unwrap();
+        let table = write(table, &[1, 2, 3], SaveMode::Append).await;
+        assert_eq!(row_count(&table), Some(3));
+        let table = write(table, &[4, 5], SaveMode::Append).await;
+        assert_eq!(row_count(&table), Some(5));
+        let table = write(table, &[6, 7, 8, 9], SaveMode::Overwrite).await;
+        assert_eq!(row_count(&table), Some(4));
+        let (table, _) = table.delete().with_predicate("id > 7").await.unwrap();
+        assert_eq!(row_count(&table), Some(2));
+        let reopened = open(dir.path()).await.unwrap().unwrap();
+        assert_eq!(row_count(&reopened), Some(2));
+    }
 }
