@@ -121,7 +121,11 @@ fn tests_run_several_at_once_and_each_result_is_its_own_and_recorded() {
         "transforms/x/bad.sql",
         "-- @table\nselect cast('seven' as int) as id\n",
     );
-    write_file(root, "tests/t_bad.sql", "select * from x.bad where id < 0\n");
+    write_file(
+        root,
+        "tests/t_bad.sql",
+        "select * from x.bad where id < 0\n",
+    );
     let tests = |report: &serde_json::Value| -> Vec<(String, String, Option<u64>)> {
         report["tests"]
             .as_array()

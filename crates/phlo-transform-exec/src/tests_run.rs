@@ -96,9 +96,7 @@ pub(crate) async fn run_tests(
         run.c.tests.iter().map(|t| (t.name.as_str(), t)).collect();
     let physical = |t: &Target| crate::jobs::physical_parts(run.c, run.adapter.as_ref(), t);
     let stopped = || run.stopped || run.cancel.is_cancelled();
-    let mut results: Vec<Option<TestResult>> = vec![None; run.plan.tests.len()];
-    let mut ended = Ended::default();
-    let mut executing: JoinSet<TestResult> = JoinSet::new();
+    let mut progress = Progress::new(recorder, run.plan.tests.len());
     for (index, planned) in run.plan.tests.iter().enumerate() {
         let test = by_name[planned.name.as_str()];
         let version = test_version(run.c, test);
@@ -122,7 +120,7 @@ pub(crate) async fn run_tests(
                 .is_some_and(|s| !s.satisfies_dependents())
         });
         if blocked {
-            ended.ran_nothing(index, blocked_result(r));
+            progress.ran_nothing(index, blocked_result(r));
             continue;
         }
         if let Some(from) = cached_from.filter(|_| !stopped()) {
@@ -130,39 +128,39 @@ pub(crate) async fn run_tests(
             r.reason = Some(format!(
                 "passed in run {from} at this version: its SQL and what it reads are unchanged (`--rerun-tests` runs it)"
             ));
-            ended.ran_nothing(index, r);
+            progress.ran_nothing(index, r);
             continue;
         }
-        while executing.len() >= run.jobs.max(1) {
-            ended.wait(&mut executing, &mut results, recorder).await?;
-        }
+        progress.wait_for_a_slot(run.jobs.max(1)).await?;
         if stopped() {
-            ended.ran_nothing(index, cancelled_result(r));
+            progress.ran_nothing(index, cancelled_result(r));
             continue;
         }
         let query = run.c.executable_test_query(test, &physical);
-        let adapter = run.adapter.clone();
-        let task = executing.spawn(execute(adapter, query, r.clone()));
-        ended.started(task.id(), index, r);
+        progress.start(index, run.adapter.clone(), query, r);
     }
-    while !executing.is_empty() {
-        ended.wait(&mut executing, &mut results, recorder).await?;
-    }
-    ended.record(&mut results, recorder).await?;
-    Ok(results.into_iter().flatten().collect())
+    progress.finish().await
 }
 
-/// The tests executing (by task) and the results that ended and are not written yet, by
-/// their index in the plan.
-#[derive(Default)]
-struct Ended {
-    executing: HashMap<Id, (usize, TestResult)>,
+/// The tests of a run as they go: those executing (by task), the results not written yet and
+/// every result in its place in the plan.
+struct Progress<'r, 'a> {
+    recorder: &'r Recorder<'a>,
+    executing: JoinSet<TestResult>,
+    started: HashMap<Id, (usize, TestResult)>,
     unrecorded: Vec<(usize, TestResult)>,
+    results: Vec<Option<TestResult>>,
 }
 
-impl Ended {
-    fn started(&mut self, task: Id, index: usize, r: TestResult) {
-        self.executing.insert(task, (index, r));
+impl<'r, 'a> Progress<'r, 'a> {
+    fn new(recorder: &'r Recorder<'a>, tests: usize) -> Self {
+        Progress {
+            recorder,
+            executing: JoinSet::new(),
+            started: HashMap::new(),
+            unrecorded: Vec::new(),
+            results: vec![None; tests],
+        }
     }
 
     /// A test that ran nothing: written with the next executed test's result, or at the end.
@@ -170,22 +168,45 @@ impl Ended {
         self.unrecorded.push((index, r));
     }
 
+    /// Starts executing test `index` (`r`: its result so far).
+    fn start(
+        &mut self,
+        index: usize,
+        adapter: Arc<dyn Adapter>,
+        query: Option<Query>,
+        r: TestResult,
+    ) {
+        let task = self.executing.spawn(execute(adapter, query, r.clone()));
+        self.started.insert(task.id(), (index, r));
+    }
+
+    async fn wait_for_a_slot(&mut self, jobs: usize) -> Result<(), StateError> {
+        while self.executing.len() >= jobs {
+            self.wait().await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every executing test, writes what is left and hands back all the results.
+    async fn finish(mut self) -> Result<Vec<TestResult>, StateError> {
+        while !self.executing.is_empty() {
+            self.wait().await?;
+        }
+        self.record().await?;
+        Ok(self.results.into_iter().flatten().collect())
+    }
+
     /// Waits for an executing test to end, takes every other one that ended meanwhile, and
     /// writes them all.
-    async fn wait(
-        &mut self,
-        executing: &mut JoinSet<TestResult>,
-        results: &mut [Option<TestResult>],
-        recorder: &Recorder<'_>,
-    ) -> Result<(), StateError> {
-        let Some(first) = executing.join_next_with_id().await else {
+    async fn wait(&mut self) -> Result<(), StateError> {
+        let Some(first) = self.executing.join_next_with_id().await else {
             return Ok(());
         };
         self.joined(first);
-        while let Some(more) = executing.try_join_next_with_id() {
+        while let Some(more) = self.executing.try_join_next_with_id() {
             self.joined(more);
         }
-        self.record(results, recorder).await
+        self.record().await
     }
 
     /// A test task's end; one that panicked (a bug) is a test that errored, as a model's
@@ -195,7 +216,7 @@ impl Ended {
             Ok((id, _)) => *id,
             Err(e) => e.id(),
         };
-        let (index, mut r) = self.executing.remove(&task).expect("every task is known");
+        let (index, mut r) = self.started.remove(&task).expect("every task is known");
         match done {
             Ok((_, ended)) => r = ended,
             Err(e) => {
@@ -210,17 +231,13 @@ impl Ended {
     }
 
     /// Writes the unrecorded results in one state write and puts them in their places.
-    async fn record(
-        &mut self,
-        results: &mut [Option<TestResult>],
-        recorder: &Recorder<'_>,
-    ) -> Result<(), StateError> {
+    async fn record(&mut self) -> Result<(), StateError> {
         let mut batch = std::mem::take(&mut self.unrecorded);
         batch.sort_by_key(|(index, _)| *index);
         let (indices, tests): (Vec<usize>, Vec<TestResult>) = batch.into_iter().unzip();
-        recorder.tests(&tests).await?;
+        self.recorder.tests(&tests).await?;
         for (index, t) in indices.into_iter().zip(tests) {
-            results[index] = Some(t);
+            self.results[index] = Some(t);
         }
         Ok(())
     }
