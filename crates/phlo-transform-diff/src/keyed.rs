@@ -3,7 +3,7 @@
 //!
 //! The base side is indexed by key while it is read: each batch's keys are packed into a
 //! `u128` (fixed-width keys that fit, see `keys`) or encoded in Arrow's row format, and
-//! inserted into one `hashbrown::HashTable` per partition of the key hash, the partitions on
+//! inserted into one index (`index`) per partition of the key hash, the partitions on
 //! their own threads; equality is NULL-safe and covers composite keys of any scalar types.
 //! The base batches are kept as they came (`chunks`) for the value comparison. Each
 //! candidate batch is hashed, and every partition probes and compares its own rows on its
@@ -36,6 +36,7 @@ use std::sync::Arc;
 use crate::chunks::{first_id, Chunker, Chunks, MAX_CHUNKS};
 use crate::compare::{changed_at, BaseColumn};
 use crate::hashing::{hash_columns, RowFilter};
+use crate::index::{BaseEntry, KeyIndex};
 use crate::keys::{hash_packed, KeyView, PackedView, Packer, RowView, SortKey};
 use crate::schema::Alignment;
 use crate::values;
@@ -43,19 +44,9 @@ use crate::values;
 /// Batches smaller than this are indexed or probed on one thread (spawning costs more).
 const PARALLEL_MIN_ROWS: usize = 4096;
 
-#[derive(Clone, Copy)]
-struct BaseEntry {
-    /// The packed key, or (row-format keys) the key hash.
-    key: u128,
-    /// The row id (`chunks`).
-    row: u32,
-    /// Base rows with this key.
-    count: u32,
-    /// Candidate rows with this key.
-    matched: u32,
-    /// The outcome slot of the first candidate row with this key.
-    slot: u32,
-}
+/// How many rows ahead of the one being indexed or probed its index slot is prefetched:
+/// enough to keep several cache misses in flight (`index`).
+const PREFETCH_AHEAD: usize = 16;
 
 /// A candidate key the base lacks.
 struct AddedEntry {
@@ -162,7 +153,7 @@ struct Kept {
 /// One partition of the key space: its share of the base index, the candidate keys seen,
 /// and the counts.
 struct Part {
-    base: HashTable<BaseEntry>,
+    base: KeyIndex,
     added_keys: HashTable<AddedEntry>,
     outcomes: Vec<Outcome>,
     /// Changed-column bitmasks of modified rows, `words` u64s each.
@@ -333,7 +324,7 @@ impl KeyedDiff {
         };
         let parts = (0..threads)
             .map(|_| Part {
-                base: HashTable::with_capacity(expected),
+                base: KeyIndex::with_capacity(expected),
                 added_keys: HashTable::new(),
                 outcomes: Vec::new(),
                 masks: Vec::new(),
@@ -721,26 +712,28 @@ impl Part {
     /// Indexes this partition's rows of a base chunk whose first row has id `first`.
     fn insert_base<V: KeyView>(&mut self, v: &V, first: u32, pi: usize, nparts: usize) {
         for r in 0..v.len() {
+            self.prefetch(v, r + PREFETCH_AHEAD, pi, nparts);
             let h = v.hash(r);
             if partition_of(h, nparts) != pi {
                 continue;
             }
-            let key = v.key(r);
-            match self.base.entry(
+            self.base.add(
                 h,
-                |e| e.key == key && v.same_as_base(e.row, r),
-                |e| V::rehash(e.key),
-            ) {
-                Entry::Occupied(mut o) => o.get_mut().count += 1,
-                Entry::Vacant(slot) => {
-                    slot.insert(BaseEntry {
-                        key,
-                        row: first + r as u32,
-                        count: 1,
-                        matched: 0,
-                        slot: 0,
-                    });
-                }
+                v.key(r),
+                first + r as u32,
+                |row| v.same_as_base(row, r),
+                V::rehash,
+            );
+        }
+    }
+
+    /// Prefetches the index slot of row `r`, if the batch has it and it is this partition's.
+    #[inline]
+    fn prefetch<V: KeyView>(&self, v: &V, r: usize, pi: usize, nparts: usize) {
+        if r < v.len() {
+            let h = v.hash(r);
+            if partition_of(h, nparts) == pi {
+                self.base.prefetch(h);
             }
         }
     }
@@ -779,16 +772,14 @@ impl Part {
         let mut added_rows: Vec<u32> = Vec::new();
         let mut added_slots: Vec<u32> = Vec::new();
         for r in 0..v.len() {
+            self.prefetch(v, r + PREFETCH_AHEAD, pi, c.nparts);
             let h = v.hash(r);
             if partition_of(h, c.nparts) != pi {
                 continue;
             }
             let key = v.key(r);
             let slot = self.outcomes.len() as u32;
-            if let Some(b) = self
-                .base
-                .find_mut(h, |e| e.key == key && v.same_as_base(e.row, r))
-            {
+            if let Some(b) = self.base.find_mut(h, key, |row| v.same_as_base(row, r)) {
                 b.matched += 1;
                 if b.matched > 1 {
                     // The candidate repeats the key: its first row no longer counts.
