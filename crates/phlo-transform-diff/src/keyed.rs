@@ -317,7 +317,10 @@ impl KeyedDiff {
             .unwrap_or(1)
             .clamp(1, 16);
         let ncols = alignment.compared.len();
-        // Sized for the expected base rows; a sampled side keeps a fraction of them.
+        // Sized for the expected base rows; a sampled side keeps a fraction of them. The
+        // outcomes (one per candidate row) are reserved as many and a sixteenth more (the
+        // sides are usually close in size, the partitions not exactly even): growing one
+        // by doubling copied it and touched twice its memory.
         let expected = match (&filter, base_rows_hint) {
             (None, Some(n)) => n / threads + 1,
             _ => 0,
@@ -326,7 +329,7 @@ impl KeyedDiff {
             .map(|_| Part {
                 base: KeyIndex::with_capacity(expected),
                 added_keys: HashTable::new(),
-                outcomes: Vec::new(),
+                outcomes: Vec::with_capacity(expected + expected / 16),
                 masks: Vec::new(),
                 added: 0,
                 modified: 0,
