@@ -93,6 +93,11 @@ impl Chunks {
         self.batches.push(batch);
     }
 
+    /// Chunk `chunk`.
+    pub fn batch(&self, chunk: usize) -> &RecordBatch {
+        &self.batches[chunk]
+    }
+
     /// The position of row `id` in the side.
     #[inline]
     pub fn ordinal(&self, id: u32) -> usize {

@@ -3,7 +3,7 @@
 //!
 //! The base side is indexed by key while it is read: each batch's keys are packed into a
 //! `u128` (fixed-width keys that fit, see `keys`) or encoded in Arrow's row format, and
-//! inserted into one `hashbrown::HashTable` per partition of the key hash, the partitions on
+//! inserted into one index (`index`) per partition of the key hash, the partitions on
 //! their own threads; equality is NULL-safe and covers composite keys of any scalar types.
 //! The base batches are kept as they came (`chunks`) for the value comparison. Each
 //! candidate batch is hashed, and every partition probes and compares its own rows on its
@@ -36,6 +36,7 @@ use std::sync::Arc;
 use crate::chunks::{first_id, Chunker, Chunks, MAX_CHUNKS};
 use crate::compare::{changed_at, BaseColumn};
 use crate::hashing::{hash_columns, RowFilter};
+use crate::index::{BaseEntry, KeyIndex};
 use crate::keys::{hash_packed, KeyView, PackedView, Packer, RowView, SortKey};
 use crate::schema::Alignment;
 use crate::values;
@@ -43,19 +44,14 @@ use crate::values;
 /// Batches smaller than this are indexed or probed on one thread (spawning costs more).
 const PARALLEL_MIN_ROWS: usize = 4096;
 
-#[derive(Clone, Copy)]
-struct BaseEntry {
-    /// The packed key, or (row-format keys) the key hash.
-    key: u128,
-    /// The row id (`chunks`).
-    row: u32,
-    /// Base rows with this key.
-    count: u32,
-    /// Candidate rows with this key.
-    matched: u32,
-    /// The outcome slot of the first candidate row with this key.
-    slot: u32,
-}
+/// Rows gathered (base chunks, candidate batches) before they are indexed or probed
+/// together, the partitions' threads spawned once for all of them: once per 8,192-row batch,
+/// spawning and waiting for the slower thread cost more than the work on a busy machine.
+const GROUP_ROWS: usize = 65_536;
+
+/// How many rows ahead of the one being indexed or probed its index slot is prefetched:
+/// enough to keep several cache misses in flight (`index`).
+const PREFETCH_AHEAD: usize = 16;
 
 /// A candidate key the base lacks.
 struct AddedEntry {
@@ -162,7 +158,7 @@ struct Kept {
 /// One partition of the key space: its share of the base index, the candidate keys seen,
 /// and the counts.
 struct Part {
-    base: HashTable<BaseEntry>,
+    base: KeyIndex,
     added_keys: HashTable<AddedEntry>,
     outcomes: Vec<Outcome>,
     /// Changed-column bitmasks of modified rows, `words` u64s each.
@@ -260,8 +256,16 @@ pub struct KeyedDiff {
     sample_limit: usize,
     keep_rows: bool,
     chunker: Chunker,
-    /// The base rows indexed so far.
+    /// The base rows read so far.
     chunks: Chunks,
+    /// Rows in a group (`GROUP_ROWS`; tests vary it).
+    group_rows: usize,
+    /// Chunks and rows indexed so far (the rest wait for a group).
+    indexed_chunks: usize,
+    indexed_rows: u64,
+    /// Candidate batches waiting for a group, and their rows.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
     /// Row-format keys of the base rows indexed so far (when not packed), in ordinal order.
     base_keys: Rows,
     base: Option<BaseSide>,
@@ -296,6 +300,22 @@ fn each_part(parts: &mut [Part], rows: usize, f: impl Fn(usize, &mut Part) + Syn
     }
 }
 
+/// A batch's packed keys and their hashes.
+fn packed_keys(packer: &Packer, key_columns: &[ArrayRef]) -> (Vec<u128>, Vec<u64>) {
+    let keys = packer.pack(key_columns);
+    let hashes = keys.iter().map(|k| hash_packed(*k)).collect();
+    (keys, hashes)
+}
+
+/// Probes every batch of a group, each partition on its thread.
+fn probe_all<V: KeyView>(parts: &mut [Part], probes: &[Probe<'_, V>], rows: usize) {
+    each_part(parts, rows, |pi, part| {
+        for probe in probes {
+            part.probe(probe, pi);
+        }
+    });
+}
+
 impl KeyedDiff {
     /// A comparison of batches aligned by `alignment` (keys first). `filter` restricts both
     /// sides to the same keys (sampled and partition strategies). `base_rows_hint`: the
@@ -326,16 +346,19 @@ impl KeyedDiff {
             .unwrap_or(1)
             .clamp(1, 16);
         let ncols = alignment.compared.len();
-        // Sized for the expected base rows; a sampled side keeps a fraction of them.
+        // Sized for the expected base rows; a sampled side keeps a fraction of them. The
+        // outcomes (one per candidate row) are reserved as many and a sixteenth more (the
+        // sides are usually close in size, the partitions not exactly even): growing one
+        // by doubling copied it and touched twice its memory.
         let expected = match (&filter, base_rows_hint) {
             (None, Some(n)) => n / threads + 1,
             _ => 0,
         };
         let parts = (0..threads)
             .map(|_| Part {
-                base: HashTable::with_capacity(expected),
+                base: KeyIndex::with_capacity(expected),
                 added_keys: HashTable::new(),
-                outcomes: Vec::new(),
+                outcomes: Vec::with_capacity(expected + expected / 16),
                 masks: Vec::new(),
                 added: 0,
                 modified: 0,
@@ -365,6 +388,11 @@ impl KeyedDiff {
             keep_rows,
             chunker: Chunker::default(),
             chunks: Chunks::default(),
+            group_rows: GROUP_ROWS,
+            indexed_chunks: 0,
+            indexed_rows: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
             base: None,
             parts,
             base_rows: 0,
@@ -389,13 +417,16 @@ impl KeyedDiff {
             return Ok(());
         }
         for chunk in self.chunker.push(&self.schema, batch).map_err(internal)? {
-            self.index_chunk(chunk)?;
+            self.keep_chunk(chunk)?;
+        }
+        if self.compared_base_rows - self.indexed_rows >= self.group_rows as u64 {
+            self.index_pending()?;
         }
         Ok(())
     }
 
-    /// Indexes a chunk of base rows and keeps it.
-    fn index_chunk(&mut self, chunk: RecordBatch) -> Result<(), Diagnostic> {
+    /// Keeps a chunk of base rows, to be indexed with its group.
+    fn keep_chunk(&mut self, chunk: RecordBatch) -> Result<(), Diagnostic> {
         let n = chunk.num_rows();
         let ordinal = self.compared_base_rows;
         if ordinal + n as u64 > u32::MAX as u64 || self.chunks.len() == MAX_CHUNKS {
@@ -405,48 +436,74 @@ impl KeyedDiff {
             )
             .with_help("use --strategy partition, sampled or aggregate"));
         }
-        let first = first_id(self.chunks.len());
-        self.chunks.push(chunk.clone(), ordinal as u32);
+        self.chunks.push(chunk, ordinal as u32);
+        self.compared_base_rows += n as u64;
+        Ok(())
+    }
+
+    /// Indexes the chunks kept since the last group.
+    fn index_pending(&mut self) -> Result<(), Diagnostic> {
+        let group = self.indexed_chunks..self.chunks.len();
+        let rows = (self.compared_base_rows - self.indexed_rows) as usize;
+        self.indexed_chunks = group.end;
+        self.indexed_rows = self.compared_base_rows;
         let nparts = self.parts.len();
-        let key_columns = &chunk.columns()[..self.nkeys];
+        let key_columns = |c: usize| &self.chunks.batch(c).columns()[..self.nkeys];
         match &self.packer {
             Some(packer) => {
-                let keys = packer.pack(key_columns);
-                let hashes: Vec<u64> = keys.iter().map(|k| hash_packed(*k)).collect();
-                let view = PackedView {
-                    keys: &keys,
-                    hashes: &hashes,
-                };
-                each_part(&mut self.parts, n, |pi, part| {
-                    part.insert_base(&view, first, pi, nparts)
+                let keys: Vec<(Vec<u128>, Vec<u64>)> = group
+                    .clone()
+                    .map(|c| packed_keys(packer, key_columns(c)))
+                    .collect();
+                let views: Vec<PackedView> = keys
+                    .iter()
+                    .map(|(keys, hashes)| PackedView { keys, hashes })
+                    .collect();
+                each_part(&mut self.parts, rows, |pi, part| {
+                    for (view, c) in views.iter().zip(group.clone()) {
+                        part.insert_base(view, first_id(c), pi, nparts);
+                    }
                 });
             }
             None => {
-                self.converter
-                    .append(&mut self.base_keys, key_columns)
-                    .map_err(internal)?;
-                let hashes = hash_columns(key_columns, n)?;
-                let view = RowView {
-                    rows: &self.base_keys,
-                    offset: ordinal as usize,
-                    hashes: &hashes,
-                    base: &self.base_keys,
-                    base_ordinal: &|id| self.chunks.ordinal(id),
-                };
-                each_part(&mut self.parts, n, |pi, part| {
-                    part.insert_base(&view, first, pi, nparts)
+                let mut hashes = Vec::new();
+                for c in group.clone() {
+                    self.converter
+                        .append(&mut self.base_keys, key_columns(c))
+                        .map_err(internal)?;
+                    hashes.push(hash_columns(
+                        key_columns(c),
+                        self.chunks.batch(c).num_rows(),
+                    )?);
+                }
+                let ordinal = |id| self.chunks.ordinal(id);
+                let views: Vec<RowView> = hashes
+                    .iter()
+                    .zip(group.clone())
+                    .map(|(hashes, c)| RowView {
+                        rows: &self.base_keys,
+                        offset: self.chunks.ordinal(first_id(c)),
+                        hashes,
+                        base: &self.base_keys,
+                        base_ordinal: &ordinal,
+                    })
+                    .collect();
+                each_part(&mut self.parts, rows, |pi, part| {
+                    for (view, c) in views.iter().zip(group.clone()) {
+                        part.insert_base(view, first_id(c), pi, nparts);
+                    }
                 });
             }
         }
-        self.compared_base_rows += n as u64;
         Ok(())
     }
 
     /// Ends the base side; call once, after the last `push_base`.
     pub fn finish_base(&mut self) -> Result<(), Diagnostic> {
         if let Some(chunk) = self.chunker.finish(&self.schema).map_err(internal)? {
-            self.index_chunk(chunk)?;
+            self.keep_chunk(chunk)?;
         }
+        self.index_pending()?;
         let rows = self
             .packer
             .is_none()
@@ -472,51 +529,71 @@ impl KeyedDiff {
         if n == 0 {
             return Ok(());
         }
+        self.pending.push(batch);
+        self.pending_rows += n;
+        if self.pending_rows >= self.group_rows {
+            self.probe_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Probes and compares the candidate batches gathered since the last group.
+    fn probe_pending(&mut self) -> Result<(), Diagnostic> {
+        let batches = std::mem::take(&mut self.pending);
+        let rows = std::mem::take(&mut self.pending_rows);
         let base = self
             .base
             .as_ref()
             .expect("finish_base before push_candidate");
-        let key_columns = &batch.columns()[..self.nkeys];
-        let nparts = self.parts.len();
-        let common = Common {
-            batch: &batch,
+        let common = |batch| Common {
+            batch,
             base,
             nkeys: self.nkeys,
             names: &self.names,
             tolerances: &self.tolerances,
             keep_rows: self.keep_rows,
-            nparts,
+            nparts: self.parts.len(),
         };
+        let key_columns = |b: &RecordBatch| b.columns()[..self.nkeys].to_vec();
         match &self.packer {
             Some(packer) => {
-                let keys = packer.pack(key_columns);
-                let hashes: Vec<u64> = keys.iter().map(|k| hash_packed(*k)).collect();
-                let probe = Probe {
-                    common,
-                    view: PackedView {
-                        keys: &keys,
-                        hashes: &hashes,
-                    },
-                };
-                each_part(&mut self.parts, n, |pi, part| part.probe(&probe, pi));
+                let keys: Vec<(Vec<u128>, Vec<u64>)> = batches
+                    .iter()
+                    .map(|b| packed_keys(packer, &key_columns(b)))
+                    .collect();
+                let probes: Vec<Probe<PackedView>> = batches
+                    .iter()
+                    .zip(&keys)
+                    .map(|(batch, (keys, hashes))| Probe {
+                        common: common(batch),
+                        view: PackedView { keys, hashes },
+                    })
+                    .collect();
+                probe_all(&mut self.parts, &probes, rows);
             }
             None => {
-                let rows = self
-                    .converter
-                    .convert_columns(key_columns)
-                    .map_err(internal)?;
-                let hashes = hash_columns(key_columns, n)?;
-                let probe = Probe {
-                    common,
-                    view: RowView {
-                        rows: &rows,
-                        offset: 0,
-                        hashes: &hashes,
-                        base: base.rows.as_ref().expect("row-format base keys"),
-                        base_ordinal: &|id| base.chunks.ordinal(id),
-                    },
-                };
-                each_part(&mut self.parts, n, |pi, part| part.probe(&probe, pi));
+                let mut keys: Vec<(Rows, Vec<u64>)> = Vec::with_capacity(batches.len());
+                for b in &batches {
+                    let columns = key_columns(b);
+                    let rows = self.converter.convert_columns(&columns).map_err(internal)?;
+                    keys.push((rows, hash_columns(&columns, b.num_rows())?));
+                }
+                let ordinal = |id| base.chunks.ordinal(id);
+                let probes: Vec<Probe<RowView>> = batches
+                    .iter()
+                    .zip(&keys)
+                    .map(|(batch, (rows, hashes))| Probe {
+                        common: common(batch),
+                        view: RowView {
+                            rows,
+                            offset: 0,
+                            hashes,
+                            base: base.rows.as_ref().expect("row-format base keys"),
+                            base_ordinal: &ordinal,
+                        },
+                    })
+                    .collect();
+                probe_all(&mut self.parts, &probes, rows);
             }
         }
         match self.parts.iter_mut().find_map(|p| p.error.take()) {
@@ -549,7 +626,8 @@ impl KeyedDiff {
     }
 
     /// Counts removed rows and duplicates, and assembles the outcome.
-    pub fn finish(self) -> Result<KeyedOutcome, Diagnostic> {
+    pub fn finish(mut self) -> Result<KeyedOutcome, Diagnostic> {
+        self.probe_pending()?;
         let base = self.base.as_ref().expect("finish_base before finish");
         let key_of = |id: u32| base.chunks.object(&self.names[..self.nkeys], 0, id);
         let mut records = Records::default();
@@ -721,26 +799,28 @@ impl Part {
     /// Indexes this partition's rows of a base chunk whose first row has id `first`.
     fn insert_base<V: KeyView>(&mut self, v: &V, first: u32, pi: usize, nparts: usize) {
         for r in 0..v.len() {
+            self.prefetch(v, r + PREFETCH_AHEAD, pi, nparts);
             let h = v.hash(r);
             if partition_of(h, nparts) != pi {
                 continue;
             }
-            let key = v.key(r);
-            match self.base.entry(
+            self.base.add(
                 h,
-                |e| e.key == key && v.same_as_base(e.row, r),
-                |e| V::rehash(e.key),
-            ) {
-                Entry::Occupied(mut o) => o.get_mut().count += 1,
-                Entry::Vacant(slot) => {
-                    slot.insert(BaseEntry {
-                        key,
-                        row: first + r as u32,
-                        count: 1,
-                        matched: 0,
-                        slot: 0,
-                    });
-                }
+                v.key(r),
+                first + r as u32,
+                |row| v.same_as_base(row, r),
+                V::rehash,
+            );
+        }
+    }
+
+    /// Prefetches the index slot of row `r`, if the batch has it and it is this partition's.
+    #[inline]
+    fn prefetch<V: KeyView>(&self, v: &V, r: usize, pi: usize, nparts: usize) {
+        if r < v.len() {
+            let h = v.hash(r);
+            if partition_of(h, nparts) == pi {
+                self.base.prefetch(h);
             }
         }
     }
@@ -779,16 +859,14 @@ impl Part {
         let mut added_rows: Vec<u32> = Vec::new();
         let mut added_slots: Vec<u32> = Vec::new();
         for r in 0..v.len() {
+            self.prefetch(v, r + PREFETCH_AHEAD, pi, c.nparts);
             let h = v.hash(r);
             if partition_of(h, c.nparts) != pi {
                 continue;
             }
             let key = v.key(r);
             let slot = self.outcomes.len() as u32;
-            if let Some(b) = self
-                .base
-                .find_mut(h, |e| e.key == key && v.same_as_base(e.row, r))
-            {
+            if let Some(b) = self.base.find_mut(h, key, |row| v.same_as_base(row, r)) {
                 b.matched += 1;
                 if b.matched > 1 {
                     // The candidate repeats the key: its first row no longer counts.
@@ -1039,7 +1117,12 @@ mod tests {
         (base, cand)
     }
 
-    fn run(packed: bool, key: &[&str], batch_rows: usize) -> (KeyedOutcome, bool) {
+    fn run(
+        packed: bool,
+        key: &[&str],
+        batch_rows: usize,
+        group_rows: usize,
+    ) -> (KeyedOutcome, bool) {
         let (base, cand) = sides();
         let (base, cand) = (batches(&base, batch_rows), batches(&cand, batch_rows));
         let mut opts = DiffOptions {
@@ -1052,6 +1135,7 @@ mod tests {
         if !packed {
             diff.packer = None;
         }
+        diff.group_rows = group_rows;
         let was_packed = diff.packer.is_some();
         for b in &base {
             diff.push_base(alignment.project(b, Side::Base).unwrap())
@@ -1097,9 +1181,9 @@ mod tests {
     #[test]
     fn packed_and_row_format_keys_report_the_same() {
         for batch_rows in [1000, 5000] {
-            let (packed, was_packed) = run(true, &["k1", "k2"], batch_rows);
+            let (packed, was_packed) = run(true, &["k1", "k2"], batch_rows, GROUP_ROWS);
             assert!(was_packed, "(BIGINT, INT) packs into 98 bits");
-            let (rows, was_packed) = run(false, &["k1", "k2"], batch_rows);
+            let (rows, was_packed) = run(false, &["k1", "k2"], batch_rows, GROUP_ROWS);
             assert!(!was_packed);
             assert_eq!(summary(&packed), summary(&rows));
             let r = &packed.records;
@@ -1116,12 +1200,25 @@ mod tests {
         }
     }
 
+    /// Batches indexed and probed in groups report the same as one at a time: groups of one
+    /// batch (on one thread), of five (on several), of the whole side.
+    #[test]
+    fn groups_of_batches_report_the_same() {
+        for packed in [true, false] {
+            let (whole, _) = run(packed, &["k1", "k2"], 1000, GROUP_ROWS);
+            for group_rows in [1, 5000] {
+                let (grouped, _) = run(packed, &["k1", "k2"], 1000, group_rows);
+                assert_eq!(summary(&grouped), summary(&whole), "groups of {group_rows}");
+            }
+        }
+    }
+
     /// A single key column with NULLs: NULL matches NULL (one key, here duplicated).
     #[test]
     fn null_keys_match_on_the_packed_path() {
-        let (packed, was_packed) = run(true, &["k1"], 5000);
+        let (packed, was_packed) = run(true, &["k1"], 5000, GROUP_ROWS);
         assert!(was_packed);
-        let (rows, _) = run(false, &["k1"], 5000);
+        let (rows, _) = run(false, &["k1"], 5000, GROUP_ROWS);
         assert_eq!(summary(&packed), summary(&rows));
         // k1 is NULL on rows 5, 1005, ..., 9005: ten base rows; the candidate lacks 5005 and
         // adds 10005: ten rows, one key.

@@ -12,6 +12,7 @@ mod checksum;
 mod chunks;
 mod compare;
 mod hashing;
+mod index;
 pub mod infer;
 mod keyed;
 mod keys;
