@@ -46,7 +46,8 @@ pub fn map_back(sent: &str, position: usize, model_text: &str) -> Option<(usize,
 /// ```
 ///
 /// A long line is shown as an excerpt between `...`; the excerpt is looked up in that line of
-/// `sent`.
+/// `sent`. Only the DuckDB adapter (a cargo feature) and the tests below call it.
+#[cfg(any(feature = "duckdb", test))]
 pub fn duckdb_position(message: &str, sent: &str) -> Option<usize> {
     let lines: Vec<&str> = message.lines().collect();
     let at = lines.iter().rposition(|l| l.starts_with("LINE "))?;
