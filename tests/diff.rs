@@ -270,15 +270,16 @@ fn versions_time_travel_and_output() {
     ok_run(ws);
     write_file(ws, "transforms/lab/results.sql", RESULTS_V2);
     ok_run(ws);
-    // The table now holds V2. V1's data write is the first WRITE commit recording a model
-    // version (an independent read of the Delta log).
+    // The table now holds V2. V1's data write is the first commit recording a run generation
+    // (a data commit: the table's creation holds its first rows) and a model version (an
+    // independent read of the Delta log).
     let log = ws.join(".phlo/warehouse/lab.results/_delta_log");
     let (v1_delta, v1) = (0..10)
         .find_map(|n| {
             let text = std::fs::read_to_string(log.join(format!("{n:020}.json"))).ok()?;
             text.lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|v| v["commitInfo"]["operation"] == "WRITE")
+                .filter(|v| !v["commitInfo"]["phlo.generation"].is_null())
                 .find_map(|v| {
                     v["commitInfo"]["phlo.model_version"]
                         .as_str()

@@ -490,3 +490,57 @@ fn a_check_constraint_the_model_no_longer_proves_goes_with_a_full_write() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_eq!(model(&out.json(), "x.paid")["rows"], 2);
 }
+
+/// A table whose definition changes (here a column is added) is recreated with its new rows
+/// in one commit; when the rows break the new definition, nothing is committed and
+/// the table keeps its old definition and rows (before, it was recreated empty first).
+#[test]
+fn a_recreated_table_whose_rows_break_a_constraint_keeps_its_old_rows() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write_file(
+        root,
+        "transforms/x/t.sql",
+        "-- @table\nselect 1 as id union all select 2\n",
+    );
+    let first = run(root, &["run", "--json"]).json();
+    assert_eq!(model(&first, "x.t")["status"], "passed", "{first}");
+    write_file(
+        root,
+        "transforms/x/t.sql",
+        "-- @table\n-- @key id\nselect 1 as id, 'a' as label union all select cast(null as int), 'b'\n",
+    );
+    let out = run(root, &["run", "--json"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let report = out.json();
+    let error = &model(&report, "x.t")["error"];
+    assert_eq!(error["code"], "E007", "{report}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("1 row breaks NOT NULL column `id`"),
+        "{message}"
+    );
+    // An independent read of the Delta log: still one commit, the first run's, with its file.
+    let log = root.join(".phlo/warehouse/x.t/_delta_log");
+    let commits: Vec<String> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(commits, ["00000000000000000000.json"]);
+    let actions: Vec<serde_json::Value> =
+        std::fs::read_to_string(log.join("00000000000000000000.json"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let info = actions.iter().find_map(|a| a.get("commitInfo")).unwrap();
+    assert_eq!(info["phlo.model_version"], model(&first, "x.t")["version"]);
+    let add = actions.iter().find_map(|a| a.get("add")).unwrap();
+    let stats: serde_json::Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+    assert_eq!(stats["numRecords"], 2);
+    assert!(root
+        .join(".phlo/warehouse/x.t")
+        .join(add["path"].as_str().unwrap())
+        .is_file());
+}

@@ -16,6 +16,7 @@
 //!   unless a full rebuild was asked for, which replaces the table, constraints included.
 
 mod change;
+mod created;
 mod guarantees;
 mod maintenance;
 mod relabel;
@@ -233,6 +234,13 @@ impl Definition {
         })
     }
 
+    /// The desired CHECK constraints: name and SQL.
+    fn constraints(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.configuration
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(CONSTRAINT_PREFIX)?, v.as_str())))
+    }
+
     /// CHECK constraints of `table` that are not among the desired ones.
     fn foreign_constraints(&self, table: &DeltaTable) -> Result<Vec<String>, AdapterError> {
         let snapshot = table.snapshot().map_err(|e| io_err(e.to_string()))?;
@@ -289,24 +297,14 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    fn properties(&self, data: bool) -> CommitProperties {
-        let mut metadata = vec![
-            (
-                "phlo.model_version".to_string(),
-                serde_json::json!(self.job.version),
-            ),
-            (
-                "phlo.run_id".to_string(),
-                serde_json::json!(self.job.run_id),
-            ),
-        ];
-        if !data {
-            return CommitProperties::default().with_metadata(metadata);
-        }
-        metadata.push((
-            "phlo.generation".to_string(),
-            serde_json::json!(self.job.generation),
-        ));
+    /// The commit metadata and application transaction of a data commit.
+    fn properties(&self) -> CommitProperties {
+        let metadata = [
+            ("phlo.model_version", serde_json::json!(self.job.version)),
+            ("phlo.run_id", serde_json::json!(self.job.run_id)),
+            ("phlo.generation", serde_json::json!(self.job.generation)),
+        ]
+        .map(|(k, v)| (k.to_string(), v));
         CommitProperties::default()
             .with_application_transaction(Transaction::new(&self.app_id, self.job.generation))
             .with_metadata(metadata)
@@ -316,22 +314,21 @@ impl Sink<'_> {
         Arc::new(self.ctx.state())
     }
 
-    /// Replaces the table's rows with the query's (creating or recreating the table when its
-    /// definition differs).
+    /// Replaces the table's rows with the query's: an overwrite when the table is as desired,
+    /// else the table created (or recreated) with the rows in one commit ([`created`]).
     async fn full(
         &self,
         table: Option<DeltaTable>,
         plan: LogicalPlan,
     ) -> Result<(String, DeltaTable), AdapterError> {
-        let (table, mode) = match table {
-            Some(t) if self.desired.matches(&t)? => (t, SaveMode::Overwrite),
+        let table = match table {
+            Some(t) if self.desired.matches(&t)? => t,
             existing => {
-                let mode = if existing.is_some() {
-                    SaveMode::Overwrite
-                } else {
-                    SaveMode::ErrorIfExists
+                let mode = match existing {
+                    Some(_) => SaveMode::Overwrite,
+                    None => SaveMode::ErrorIfExists,
                 };
-                (self.create(mode).await?, SaveMode::Append)
+                return Ok(("full".into(), self.create_with_rows(mode, plan).await?));
             }
         };
         let plan = relabel::relabelled(self.ctx, plan)
@@ -341,35 +338,12 @@ impl Sink<'_> {
             .write(Vec::new())
             .with_input_plan(plan)
             .with_session_state(self.session())
-            .with_save_mode(mode)
+            .with_save_mode(SaveMode::Overwrite)
             .with_partition_columns(self.desired.partition_columns.clone())
-            .with_commit_properties(self.properties(true))
+            .with_commit_properties(self.properties())
             .await
             .map_err(classify)?;
         Ok(("full".into(), table))
-    }
-
-    async fn create(&self, mode: SaveMode) -> Result<DeltaTable, AdapterError> {
-        let url = deltalake::ensure_table_uri(self.path.to_string_lossy())
-            .map_err(|e| io_err(e.to_string()))?;
-        let table = DeltaTable::try_from_url(url)
-            .await
-            .map_err(|e| io_err(e.to_string()))?;
-        table
-            .create()
-            .with_columns(self.desired.schema.fields().cloned())
-            .with_partition_columns(self.desired.partition_columns.clone())
-            .with_configuration(
-                self.desired
-                    .configuration
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Some(v.clone()))),
-            )
-            .with_raise_if_key_not_exists(false)
-            .with_save_mode(mode)
-            .with_commit_properties(self.properties(false))
-            .await
-            .map_err(classify)
     }
 
     async fn incremental(
@@ -439,7 +413,7 @@ impl Sink<'_> {
             .with_input_plan(rows.into_unoptimized_plan())
             .with_session_state(self.session())
             .with_save_mode(SaveMode::Append)
-            .with_commit_properties(self.properties(true))
+            .with_commit_properties(self.properties())
             .await
             .map_err(classify)?;
         Ok(("append".into(), table))
@@ -478,7 +452,7 @@ impl Sink<'_> {
             })
             .map_err(classify)?
             .with_session_state(self.session())
-            .with_commit_properties(self.properties(true))
+            .with_commit_properties(self.properties())
             .await
             .map_err(classify)?;
         let description = format!(
@@ -504,7 +478,7 @@ impl Sink<'_> {
             .with_session_state(self.session())
             .with_save_mode(SaveMode::Overwrite)
             .with_replace_where(predicate)
-            .with_commit_properties(self.properties(true))
+            .with_commit_properties(self.properties())
             .await
             .map_err(classify)?;
         Ok((format!("replace {partitions} partition(s)"), table))
