@@ -28,6 +28,7 @@
 //!   query cancelled.
 
 pub mod cause;
+mod computed_view;
 mod delta;
 #[cfg(feature = "duckdb")]
 pub mod duck;

@@ -10,7 +10,6 @@
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
-use datafusion::datasource::view::ViewTable;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
@@ -27,6 +26,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::computed_view::{Budget, ComputedView};
 use crate::error::{err, io_err};
 use crate::pins::{Pin, Pins};
 use crate::relations::{delta_provider, open_delta_provider, Relations, ViewDefinition};
@@ -50,6 +50,8 @@ pub struct LocalEngine {
     /// environment's base tables), by model name. A model written here loses its pin.
     /// Shared with the session's [`Relations`], which open pinned relations where they point.
     pins: Pins,
+    /// Memory left for the rows of the views written in this session ([`ComputedView`]).
+    view_rows: Budget,
 }
 
 impl LocalEngine {
@@ -195,6 +197,7 @@ impl LocalEngine {
             default_schema: default_schema.map(str::to_string),
             semantics,
             pins,
+            view_rows: crate::computed_view::budget(),
         }
     }
 
@@ -348,7 +351,8 @@ impl LocalEngine {
         std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
-        self.register(name, Arc::new(ViewTable::new(plan, Some(sql))))?;
+        let view = ComputedView::new(plan, sql, self.view_rows.clone());
+        self.register(name, Arc::new(view))?;
         // A model that was a table before is a view now: its old Delta table goes.
         if phlo_transform_lakehouse::delta_log::log_dir(&old_table).is_dir() {
             let _ = std::fs::remove_dir_all(old_table.as_path());
