@@ -100,7 +100,12 @@ pub(crate) struct Scheduler<'a> {
     pub results: Vec<ModelResult>,
     /// The number the next attempt of each model gets (a resumed run continues counting).
     pub next_attempt: Vec<u32>,
-    by_name: HashMap<&'a str, usize>,
+    /// The plan positions of each model's upstream models in the plan, resolved once: every
+    /// task that ends rescans the open models, so name lookups there cost O(models²).
+    upstream: Vec<Vec<usize>>,
+    /// Models before this position are past `Ready` (states only move forward): the rescans
+    /// start here.
+    first_open: usize,
     jobs: HashMap<usize, Arc<MaterializeJob>>,
     running: JoinSet<Ended>,
     /// The model and attempt number of each task.
@@ -138,12 +143,8 @@ impl<'a> Scheduler<'a> {
             states,
             results,
             next_attempt,
-            by_name: plan
-                .models
-                .iter()
-                .enumerate()
-                .map(|(i, m)| (m.name.as_str(), i))
-                .collect(),
+            upstream: upstream_positions(plan),
+            first_open: 0,
             jobs: HashMap::new(),
             running: JoinSet::new(),
             task_of: HashMap::new(),
@@ -182,10 +183,7 @@ impl<'a> Scheduler<'a> {
     }
 
     fn upstream(&self, i: usize) -> impl Iterator<Item = NodeState> + '_ {
-        self.plan.models[i]
-            .depends_on
-            .iter()
-            .filter_map(|d| self.by_name.get(d.as_str()).map(|&j| self.states[j]))
+        self.upstream[i].iter().map(|&j| self.states[j])
     }
 
     fn upstream_failed(&self, i: usize) -> bool {
@@ -197,8 +195,12 @@ impl<'a> Scheduler<'a> {
     /// models in plan order while slots are free. One pass suffices: the plan is in
     /// topological order, so a block reaches every dependent in the same pass.
     async fn schedule(&mut self) -> Result<(), StateError> {
-        for i in 0..self.states.len() {
-            if !matches!(self.states[i], NodeState::Pending | NodeState::Ready) {
+        let open = |s: &NodeState| matches!(s, NodeState::Pending | NodeState::Ready);
+        while self.states.get(self.first_open).is_some_and(|s| !open(s)) {
+            self.first_open += 1;
+        }
+        for i in self.first_open..self.states.len() {
+            if !open(&self.states[i]) {
                 continue;
             }
             if self.upstream_failed(i) {
@@ -570,4 +572,24 @@ fn humanize(d: Duration) -> String {
         .map(|(n, u)| format!("{n}{u}"))
         .collect();
     parts.join(" ")
+}
+
+/// For each model of `plan`, the positions of the models it depends on that the plan holds
+/// (a dependency outside the plan is not waited for).
+fn upstream_positions(plan: &Plan) -> Vec<Vec<usize>> {
+    let position: HashMap<&str, usize> = plan
+        .models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.name.as_str(), i))
+        .collect();
+    plan.models
+        .iter()
+        .map(|m| {
+            m.depends_on
+                .iter()
+                .filter_map(|d| position.get(d.as_str()).copied())
+                .collect()
+        })
+        .collect()
 }
