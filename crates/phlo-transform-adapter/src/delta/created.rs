@@ -23,6 +23,7 @@ use deltalake::kernel::engine::arrow_conversion::TryIntoArrow as _;
 use deltalake::kernel::Action;
 use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
 use deltalake::protocol::SaveMode;
+use deltalake::table::config::DEFAULT_TARGET_FILE_SIZE;
 use deltalake::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError};
 
 use futures::StreamExt;
@@ -84,11 +85,13 @@ impl Sink<'_> {
             .await
             .map_err(|e| datafusion_error(&e))?;
         let check = Check::new(&state, &schema, self.desired.constraints())?;
+        // delta-rs's write defaults: Snappy, files of about 100 MiB, statistics on the first
+        // 32 columns (the table sets neither `delta.targetFileSize` nor the statistics ones).
         let config = WriterConfig::new(
             schema.clone(),
             self.desired.partition_columns.clone(),
             None,
-            None,
+            Some(DEFAULT_TARGET_FILE_SIZE),
             None,
             Default::default(),
             None,
