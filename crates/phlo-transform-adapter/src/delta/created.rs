@@ -7,10 +7,9 @@
 //! (about a seventh of a first `run`). So the rows are written here with delta-rs's
 //! `DeltaWriter`, checked as delta-rs's write checks them (every NOT NULL column and CHECK
 //! constraint of the new table; a row failing one fails the write with `InvalidData`, which
-//! names the column or constraint), and
-//! committed with the table's protocol and metadata by `CreateBuilder`, which takes the data
-//! files as extra actions. A write that fails commits nothing: a table being recreated keeps
-//! its old definition and rows.
+//! names the column or constraint), and committed with the table's protocol and metadata by
+//! `CreateBuilder`, which takes the data files as extra actions. A write that fails commits
+//! nothing: a table being recreated keeps its old definition and rows.
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
@@ -25,7 +24,6 @@ use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
 use deltalake::protocol::SaveMode;
 use deltalake::table::config::DEFAULT_TARGET_FILE_SIZE;
 use deltalake::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError};
-
 use futures::StreamExt;
 use std::sync::Arc;
 
