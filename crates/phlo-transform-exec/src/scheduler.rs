@@ -52,6 +52,12 @@ impl NodeState {
         }
     }
 
+    /// Not started yet: waiting for its upstream models or for a slot. States only move
+    /// forward, so a model leaves this for good.
+    pub fn is_open(self) -> bool {
+        matches!(self, NodeState::Pending | NodeState::Ready)
+    }
+
     /// Skipped and cached satisfy dependents; failed, blocked and cancelled do not.
     pub fn satisfies_dependents(self) -> bool {
         matches!(
@@ -103,7 +109,7 @@ pub(crate) struct Scheduler<'a> {
     /// The plan positions of each model's upstream models in the plan, resolved once: every
     /// task that ends rescans the open models, so name lookups there cost O(models²).
     upstream: Vec<Vec<usize>>,
-    /// Models before this position are past `Ready` (states only move forward): the rescans
+    /// Models before this position are no longer open ([`NodeState::is_open`]): the rescans
     /// start here.
     first_open: usize,
     jobs: HashMap<usize, Arc<MaterializeJob>>,
@@ -195,12 +201,12 @@ impl<'a> Scheduler<'a> {
     /// models in plan order while slots are free. One pass suffices: the plan is in
     /// topological order, so a block reaches every dependent in the same pass.
     async fn schedule(&mut self) -> Result<(), StateError> {
-        let open = |s: &NodeState| matches!(s, NodeState::Pending | NodeState::Ready);
-        while self.states.get(self.first_open).is_some_and(|s| !open(s)) {
+        let past = |s: &NodeState| !s.is_open();
+        while self.states.get(self.first_open).is_some_and(past) {
             self.first_open += 1;
         }
         for i in self.first_open..self.states.len() {
-            if !open(&self.states[i]) {
+            if !self.states[i].is_open() {
                 continue;
             }
             if self.upstream_failed(i) {
@@ -523,7 +529,7 @@ impl<'a> Scheduler<'a> {
         }
         self.running.abort_all();
         for i in 0..self.states.len() {
-            if !matches!(self.states[i], NodeState::Pending | NodeState::Ready) {
+            if !self.states[i].is_open() {
                 continue;
             }
             if self.upstream_failed(i) {
