@@ -54,6 +54,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// `diff` keeps transparent huge pages: it probes a key index of millions of rows at
+    /// random, where they spare TLB misses, and issue 15's figures were measured with them.
+    /// Every other command allocates many short-lived buffers, where they cost more zeroing
+    /// than they save (see `disable_transparent_huge_pages`).
+    pub fn wants_huge_pages(&self) -> bool {
+        matches!(self.command, Command::Diff { .. })
+    }
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Compile and validate the whole workspace; report every problem.
