@@ -5,8 +5,8 @@
 //! it again: at 1,000 realistic models about half of a first `run`'s CPU went to planning
 //! such inlined plans, and staging views over CSV sources parsed the files once per reader.
 //! A view written in this session is instead registered as a [`ComputedView`]: the first
-//! query that reads it runs the view once and keeps its rows in memory (up to [`PER_VIEW`]
-//! bytes, and [`PER_SESSION`] for all the session's views together); later reads scan them.
+//! query that reads it runs the view once and keeps its rows in memory (within the session's
+//! budget, see [`crate::kept_rows`]); later reads scan them.
 //!
 //! - A view too large to keep, or whose computation fails, is read as DataFusion reads a view
 //!   it does not inline: its plan with the reader's projection, filters and limit applied,
@@ -18,8 +18,6 @@
 //!   again gets a new provider, and with it an empty cache.
 
 use async_trait::async_trait;
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{MemTable, Session, TableProvider};
 use datafusion::common::Result;
@@ -29,22 +27,10 @@ use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::physical_plan::{execute_stream, ExecutionPlan};
 use futures::StreamExt;
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
-/// The most memory one view's kept rows may take.
-pub const PER_VIEW: usize = 32 << 20;
-/// The most memory all kept view rows of a session may take.
-pub const PER_SESSION: usize = 256 << 20;
-
-/// What is left of a session's [`PER_SESSION`] bytes; shared by its views.
-pub type Budget = Arc<AtomicUsize>;
-
-/// A new session's budget.
-pub fn budget() -> Budget {
-    Arc::new(AtomicUsize::new(PER_SESSION))
-}
+use crate::kept_rows::{Budget, Gathered};
 
 /// A view whose rows are computed on first read and kept (see the module documentation).
 #[derive(Debug)]
@@ -69,33 +55,12 @@ impl ComputedView {
             .create_physical_plan(self.view.logical_plan())
             .await
             .ok()?;
-        // Each batch carries the view's schema, so scans of the rows match what readers were
-        // planned against (a UNION's batches may each claim another nullability; `try_new`
-        // checks the values, not the claim).
-        let schema = self.view.schema();
         let mut stream = execute_stream(physical, state.task_ctx()).ok()?;
-        let (mut batches, mut bytes) = (Vec::new(), 0);
+        let mut rows = Gathered::default();
         while let Some(batch) = stream.next().await {
-            let batch =
-                RecordBatch::try_new(schema.clone(), batch.ok()?.columns().to_vec()).ok()?;
-            bytes += batch.get_array_memory_size();
-            if bytes > PER_VIEW {
-                return None;
-            }
-            batches.push(batch);
+            rows.push(&batch.ok()?);
         }
-        // One batch with buffers of its own size: a reader's small batch may hold buffers
-        // sized for a whole batch (8,192 rows).
-        let rows = concat_batches(&schema, &batches).ok()?;
-        let bytes = rows.get_array_memory_size();
-        self.budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
-                left.checked_sub(bytes)
-            })
-            .ok()?;
-        MemTable::try_new(schema, vec![vec![rows]])
-            .ok()
-            .map(Arc::new)
+        rows.keep(&self.view.schema(), &self.budget)
     }
 }
 
@@ -141,9 +106,11 @@ impl TableProvider for ComputedView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::Int64Array;
+    use crate::kept_rows::PER_SESSION;
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use datafusion::prelude::SessionContext;
+    use std::sync::atomic::AtomicUsize;
 
     /// A session with `t(a)` = 0, 1, 2, 3 and the view `v` over it as a [`ComputedView`]
     /// with `budget` bytes for its rows.

@@ -38,6 +38,7 @@ mod for_target;
 mod freshness;
 mod inflight;
 mod job;
+mod kept_rows;
 pub mod local;
 mod local_root_io;
 pub mod naming;

@@ -26,8 +26,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::computed_view::{Budget, ComputedView};
+use crate::computed_view::ComputedView;
 use crate::error::{err, io_err};
+use crate::kept_rows::{Budget, KeptTable};
 use crate::pins::{Pin, Pins};
 use crate::relations::{delta_provider, open_delta_provider, Relations, ViewDefinition};
 use crate::warehouse::{Warehouse, WarehousePath};
@@ -50,8 +51,9 @@ pub struct LocalEngine {
     /// environment's base tables), by model name. A model written here loses its pin.
     /// Shared with the session's [`Relations`], which open pinned relations where they point.
     pins: Pins,
-    /// Memory left for the rows of the views written in this session ([`ComputedView`]).
-    view_rows: Budget,
+    /// Memory left for the rows kept for the readers of the views and tables written in this
+    /// session ([`ComputedView`], [`KeptTable`]).
+    kept_rows: Budget,
 }
 
 impl LocalEngine {
@@ -197,7 +199,7 @@ impl LocalEngine {
             default_schema: default_schema.map(str::to_string),
             semantics,
             pins,
-            view_rows: crate::computed_view::budget(),
+            kept_rows: crate::kept_rows::budget(),
         }
     }
 
@@ -311,6 +313,13 @@ impl LocalEngine {
         let provider = delta_provider(&written.table, &self.ctx.state())
             .await
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{name}`: {e}")))?;
+        let provider = match written.rows {
+            Some(rows) => match KeptTable::new(provider.clone(), rows, &self.kept_rows) {
+                Some(kept) => Arc::new(kept),
+                None => provider,
+            },
+            None => provider,
+        };
         self.register(name, provider)?;
         // A model that was a view before is a table now: its old definition goes.
         let _ = std::fs::remove_file(old_view.as_path());
@@ -351,7 +360,7 @@ impl LocalEngine {
         std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
-        let view = ComputedView::new(plan, sql, self.view_rows.clone());
+        let view = ComputedView::new(plan, sql, self.kept_rows.clone());
         self.register(name, Arc::new(view))?;
         // A model that was a table before is a view now: its old Delta table goes.
         if phlo_transform_lakehouse::delta_log::log_dir(&old_table).is_dir() {

@@ -30,16 +30,18 @@ use std::sync::Arc;
 use super::{classify, Sink};
 use crate::cause::datafusion_error;
 use crate::error::io_err;
+use crate::kept_rows::Gathered;
 use crate::AdapterError;
 
 impl Sink<'_> {
     /// Creates the table as desired, holding the rows of `plan`; `mode` is `Overwrite` to
     /// replace a table whose definition differs (its files are removed in the same commit).
+    /// Also hands back the rows, gathered as they were written.
     pub(super) async fn create_with_rows(
         &self,
         mode: SaveMode,
         plan: LogicalPlan,
-    ) -> Result<DeltaTable, AdapterError> {
+    ) -> Result<(DeltaTable, Gathered), AdapterError> {
         let url = deltalake::ensure_table_uri(self.path.to_string_lossy())
             .map_err(|e| io_err(e.to_string()))?;
         // Not loaded: `CreateBuilder` loads an existing table itself when it replaces it.
@@ -49,8 +51,8 @@ impl Sink<'_> {
         let schema: Schema = (&self.desired.schema)
             .try_into_arrow()
             .map_err(|e| io_err(format!("the table's columns in Arrow: {e}")))?;
-        let adds = self.write_files(&table, Arc::new(schema), plan).await?;
-        table
+        let (adds, rows) = self.write_files(&table, Arc::new(schema), plan).await?;
+        let table = table
             .create()
             .with_columns(self.desired.schema.fields().cloned())
             .with_partition_columns(self.desired.partition_columns.clone())
@@ -65,17 +67,18 @@ impl Sink<'_> {
             .with_actions(adds.into_iter().map(Action::Add))
             .with_commit_properties(self.properties())
             .await
-            .map_err(classify)
+            .map_err(classify)?;
+        Ok((table, rows))
     }
 
     /// Runs `plan` cast to the table's column types and writes its rows as Parquet files of
-    /// the table, after checking them; the files' `add` actions, not committed.
+    /// the table, after checking them; the files' `add` actions, not committed, and the rows.
     async fn write_files(
         &self,
         table: &DeltaTable,
         schema: SchemaRef,
         plan: LogicalPlan,
-    ) -> Result<Vec<deltalake::kernel::Add>, AdapterError> {
+    ) -> Result<(Vec<deltalake::kernel::Add>, Gathered), AdapterError> {
         let state = self.ctx.state();
         let plan = conformed(plan, &schema).map_err(|e| datafusion_error(&e))?;
         let physical = state
@@ -97,6 +100,7 @@ impl Sink<'_> {
         let mut writer = DeltaWriter::new(table.object_store(), config);
         let mut batches =
             execute_stream(physical, state.task_ctx()).map_err(|e| datafusion_error(&e))?;
+        let mut rows = Gathered::default();
         while let Some(batch) = batches.next().await {
             let batch = batch.map_err(|e| datafusion_error(&e))?;
             check.rows(&batch).map_err(classify)?;
@@ -108,8 +112,9 @@ impl Sink<'_> {
                     cause.error(message)
                 })?;
             writer.write(&batch).await.map_err(classify)?;
+            rows.push(&batch);
         }
-        writer.close().await.map_err(classify)
+        Ok((writer.close().await.map_err(classify)?, rows))
     }
 }
 

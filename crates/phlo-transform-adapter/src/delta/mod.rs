@@ -41,6 +41,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{err, io_err};
+use crate::kept_rows::Gathered;
 use crate::{AdapterError, MaterializeJob};
 
 /// Prefix of the Delta application-transaction id: `phlo-transform:<model id>`.
@@ -59,6 +60,20 @@ pub struct Written {
     /// The table as the write (and any maintenance after it) left it: read from here, not
     /// opened again.
     pub table: DeltaTable,
+    /// The rows of a table created by this write, gathered as they were written (when not
+    /// too many) for the session to keep for their readers ([`crate::kept_rows`]).
+    pub rows: Option<Gathered>,
+}
+
+impl Written {
+    fn new(description: impl Into<String>, table: DeltaTable, rows: Option<Gathered>) -> Written {
+        Written {
+            already_committed: false,
+            description: description.into(),
+            table,
+            rows,
+        }
+    }
 }
 
 /// The strategy label the table at `path` was built with.
@@ -89,6 +104,7 @@ pub async fn write(
                 already_committed: true,
                 description: "already committed".into(),
                 table: table.clone(),
+                rows: None,
             });
         }
     }
@@ -100,7 +116,7 @@ pub async fn write(
         app_id,
         desired,
     };
-    let (description, table) = match existing {
+    let mut written = match existing {
         None => sink.full(None, plan).await?,
         Some(table) => {
             let label = table
@@ -137,17 +153,17 @@ pub async fn write(
                 ));
             }
             match incremental {
-                Some(strategy) if keeps_rows => sink.incremental(table, &strategy, plan).await?,
+                Some(strategy) if keeps_rows => {
+                    let (description, table) = sink.incremental(table, &strategy, plan).await?;
+                    Written::new(description, table, None)
+                }
                 _ => sink.full(Some(table), plan).await?,
             }
         }
     };
-    let table = maintenance::after_write(table, path, &job.table.maintenance, &job.run_id).await?;
-    Ok(Written {
-        already_committed: false,
-        description,
-        table,
-    })
+    written.table =
+        maintenance::after_write(written.table, path, &job.table.maintenance, &job.run_id).await?;
+    Ok(written)
 }
 
 /// The `txn` of the model reached this generation, or (no full rebuild asked) the last
@@ -320,7 +336,7 @@ impl Sink<'_> {
         &self,
         table: Option<DeltaTable>,
         plan: LogicalPlan,
-    ) -> Result<(String, DeltaTable), AdapterError> {
+    ) -> Result<Written, AdapterError> {
         let table = match table {
             Some(t) if self.desired.matches(&t)? => t,
             existing => {
@@ -328,7 +344,8 @@ impl Sink<'_> {
                     Some(_) => SaveMode::Overwrite,
                     None => SaveMode::ErrorIfExists,
                 };
-                return Ok(("full".into(), self.create_with_rows(mode, plan).await?));
+                let (table, rows) = self.create_with_rows(mode, plan).await?;
+                return Ok(Written::new("full", table, Some(rows)));
             }
         };
         let plan = relabel::relabelled(self.ctx, plan)
@@ -343,7 +360,7 @@ impl Sink<'_> {
             .with_commit_properties(self.properties())
             .await
             .map_err(classify)?;
-        Ok(("full".into(), table))
+        Ok(Written::new("full", table, None))
     }
 
     async fn incremental(
