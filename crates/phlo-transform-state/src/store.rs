@@ -28,6 +28,34 @@ pub(crate) fn as_is(sql: &'static str) -> std::borrow::Cow<'static, str> {
 
 macro_rules! impl_state_store {
     ($store:ty, $row:ty, $sql:path) => {
+        /// Binds the 12 columns of a `node_results` row, in the order the INSERT lists them.
+        fn bind_node<'q>(
+            q: sqlx::query::Query<
+                'q,
+                <$row as sqlx::Row>::Database,
+                <<$row as sqlx::Row>::Database as sqlx::Database>::Arguments<'q>,
+            >,
+            run_id: &'q str,
+            n: &'q $crate::NodeRecord,
+        ) -> sqlx::query::Query<
+            'q,
+            <$row as sqlx::Row>::Database,
+            <<$row as sqlx::Row>::Database as sqlx::Database>::Arguments<'q>,
+        > {
+            q.bind(run_id)
+                .bind(&n.node)
+                .bind(&n.kind)
+                .bind(&n.status)
+                .bind(n.attempt)
+                .bind(&n.version)
+                .bind(&n.started_at)
+                .bind(&n.finished_at)
+                .bind(n.duration_ms)
+                .bind(n.rows)
+                .bind(&n.error_code)
+                .bind(&n.error_message)
+        }
+
         /// Binds the 19 columns of a `model_versions` row, in the order the INSERTs list them,
         /// with the row's environment given apart (a promotion writes a version into another
         /// environment than the one it was recorded in).
@@ -236,26 +264,19 @@ macro_rules! impl_state_store {
                         duration_ms = excluded.duration_ms, rows = excluded.rows,
                         error_code = excluded.error_code, error_message = excluded.error_message",
                 );
+                // One statement is atomic by itself: a run records each model as it becomes
+                // ready, starts and ends, and a transaction around one row costs two more
+                // round trips to the database (begin, commit) than the row.
+                if let [n] = nodes {
+                    let q = bind_node(sqlx::query(&sql), run_id, n);
+                    return q.execute(&self.pool).await.map(|_| ()).map_err(fail);
+                }
                 // One transaction for the lot: a no-op run records every skipped model and
                 // cached test, and a commit per row was half of its time (issue 17).
                 let mut tx = self.pool.begin().await.map_err(fail)?;
                 for n in nodes {
-                    sqlx::query(&sql)
-                        .bind(run_id)
-                        .bind(&n.node)
-                        .bind(&n.kind)
-                        .bind(&n.status)
-                        .bind(n.attempt)
-                        .bind(&n.version)
-                        .bind(&n.started_at)
-                        .bind(&n.finished_at)
-                        .bind(n.duration_ms)
-                        .bind(n.rows)
-                        .bind(&n.error_code)
-                        .bind(&n.error_message)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(fail)?;
+                    let q = bind_node(sqlx::query(&sql), run_id, n);
+                    q.execute(&mut *tx).await.map_err(fail)?;
                 }
                 tx.commit().await.map_err(fail)
             }
