@@ -260,7 +260,7 @@ pub async fn test(paths: &Paths, spec: &SelectorSpec, json: bool) -> u8 {
 /// report.
 async fn execute_plan(
     paths: &Paths,
-    c: &Compilation,
+    c: &'static Compilation,
     exec: Execution,
     out: Output<'_>,
     command: PlanCommand,

@@ -8,7 +8,7 @@ use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::command::{
-    ExecutionOptions, FrontEnd, LocalFuture, PendingRun, PlanFrontEnd,
+    ExecutionOptions, FrontEnd, LocalFuture, PendingArtifacts, PendingRun, PlanFrontEnd,
 };
 use phlo_transform_exec::{CancelHandle, Continuation, EventSink, RunReport};
 use phlo_transform_plan::{Plan, SelectorSpec};
@@ -117,7 +117,8 @@ pub async fn continuation(
 /// stdout (`--events`) and to OpenLineage, Ctrl-C cancelling the run.
 pub struct CommandLine<'a> {
     paths: &'a Paths,
-    c: &'a Compilation,
+    /// Leaked by the command ([`super::context::compile`]), so threads may read it.
+    c: &'static Compilation,
     /// `--events`.
     events: bool,
     /// Whether the command builds (the plan and the progress are shown only then).
@@ -128,7 +129,7 @@ pub struct CommandLine<'a> {
 impl<'a> CommandLine<'a> {
     pub fn new(
         paths: &'a Paths,
-        c: &'a Compilation,
+        c: &'static Compilation,
         exec: &Execution,
         builds: bool,
         out: Output<'a>,
@@ -144,7 +145,7 @@ impl<'a> CommandLine<'a> {
 
     /// The command line as the front end of `plan`: it builds nothing, so it only collects
     /// the diagnostics and writes the artifacts.
-    pub fn for_plan(paths: &'a Paths, c: &'a Compilation, out: Output<'a>) -> Self {
+    pub fn for_plan(paths: &'a Paths, c: &'static Compilation, out: Output<'a>) -> Self {
         CommandLine {
             paths,
             c,
@@ -214,6 +215,21 @@ impl FrontEnd for CommandLine<'_> {
 }
 
 impl PlanFrontEnd for CommandLine<'_> {
+    /// On a thread of its own: the compilation lives as long as the process.
+    fn start_compile_artifacts(&self, lineage: LineageArtifacts) -> PendingArtifacts {
+        let c = self.c;
+        let (artifacts, warehouse) = (self.paths.artifacts.clone(), self.paths.warehouse.clone());
+        let write = std::thread::spawn(move || {
+            phlo_transform_openlineage::write_compile_artifacts(
+                &ArtifactDir::new(&artifacts),
+                c,
+                &warehouse,
+                lineage,
+            )
+        });
+        PendingArtifacts::new(move || write.join().expect("the artifact thread does not panic"))
+    }
+
     fn interrupted(&self, runs: &[String]) {
         if !self.json() {
             eprintln!(
