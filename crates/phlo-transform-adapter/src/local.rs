@@ -51,9 +51,11 @@ pub struct LocalEngine {
     /// environment's base tables), by model name. A model written here loses its pin.
     /// Shared with the session's [`Relations`], which open pinned relations where they point.
     pins: Pins,
-    /// Memory left for the rows kept for the readers of the views and tables written in this
-    /// session ([`ComputedView`], [`KeptTable`]).
-    kept_rows: Budget,
+    /// Memory left for the rows kept for the readers of the views written in this session
+    /// ([`ComputedView`]).
+    view_rows: Budget,
+    /// The same for the tables created in this session ([`KeptTable`]).
+    table_rows: Budget,
 }
 
 impl LocalEngine {
@@ -199,7 +201,8 @@ impl LocalEngine {
             default_schema: default_schema.map(str::to_string),
             semantics,
             pins,
-            kept_rows: crate::kept_rows::budget(),
+            view_rows: crate::kept_rows::budget(),
+            table_rows: crate::kept_rows::budget(),
         }
     }
 
@@ -314,7 +317,7 @@ impl LocalEngine {
             .await
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{name}`: {e}")))?;
         let provider = match written.rows {
-            Some(rows) => match KeptTable::new(provider.clone(), rows, &self.kept_rows) {
+            Some(rows) => match KeptTable::new(provider.clone(), rows, &self.table_rows) {
                 Some(kept) => Arc::new(kept),
                 None => provider,
             },
@@ -360,7 +363,7 @@ impl LocalEngine {
         std::fs::write(&tmp, serde_json::to_vec_pretty(&def).expect("serialisable"))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| io_err(format!("cannot store view {}: {e}", path.display())))?;
-        let view = ComputedView::new(plan, sql, self.kept_rows.clone());
+        let view = ComputedView::new(plan, sql, self.view_rows.clone());
         self.register(name, Arc::new(view))?;
         // A model that was a table before is a view now: its old Delta table goes.
         if phlo_transform_lakehouse::delta_log::log_dir(&old_table).is_dir() {
