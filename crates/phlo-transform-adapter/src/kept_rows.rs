@@ -8,7 +8,7 @@
 //! and [`PER_SESSION`] for all the views of a session and as much again for all its tables.
 //! The budgets are separate so that tables never crowd views out: a view that is not kept is
 //! inlined into the plan of every reader, planned and run again each time (at 10,000 models,
-//! one shared budget ran out and made the first run 20 % slower), while a table that is not
+//! one shared budget ran out and made the first run 20–40 % slower), while a table that is not
 //! kept is read from its files, as before.
 
 use async_trait::async_trait;
