@@ -133,6 +133,18 @@ impl KeptTable {
         let rows = rows.keep(&stored.schema(), budget)?;
         Some(KeptTable { stored, rows })
     }
+
+    /// `stored` read from `rows` when they can be kept ([`KeptTable::new`]), else `stored`.
+    pub fn or_stored(
+        stored: Arc<dyn TableProvider>,
+        rows: Gathered,
+        budget: &Budget,
+    ) -> Arc<dyn TableProvider> {
+        match KeptTable::new(stored.clone(), rows, budget) {
+            Some(kept) => Arc::new(kept),
+            None => stored,
+        }
+    }
 }
 
 #[async_trait]

@@ -317,10 +317,7 @@ impl LocalEngine {
             .await
             .map_err(|e| err(codes::RELATION_UNAVAILABLE, format!("table `{name}`: {e}")))?;
         let provider = match written.rows {
-            Some(rows) => match KeptTable::new(provider.clone(), rows, &self.table_rows) {
-                Some(kept) => Arc::new(kept),
-                None => provider,
-            },
+            Some(rows) => KeptTable::or_stored(provider, rows, &self.table_rows),
             None => provider,
         };
         self.register(name, provider)?;
