@@ -134,13 +134,13 @@ impl<'a> TypingCache<'a> {
     pub(crate) fn put(&self, key: &Key, typed: &Typed, mut asked: Vec<(String, bool)>) {
         let bytes = encode_schema(&typed.schema);
         // Only a schema that comes back exactly as it went is stored.
-        if decode_schema(&hex(&bytes)).as_ref() != Some(typed.schema.as_ref()) {
+        if schema_from_bytes(&bytes).as_ref() != Some(typed.schema.as_ref()) {
             return;
         }
         asked.sort();
         asked.dedup();
         let entry = Entry {
-            schema: hex(&bytes),
+            schema: hex::encode(&bytes),
             fingerprint: typed.fingerprint.clone(),
             lineage: typed.lineage.iter().map(lineage_to).collect(),
             divergences: typed
@@ -171,28 +171,18 @@ fn encode_schema(schema: &Schema) -> Vec<u8> {
 /// `None` for anything but a schema this module wrote (decoding a damaged but well-formed
 /// flatbuffer may panic inside Arrow: that is a miss too).
 fn decode_schema(text: &str) -> Option<Schema> {
-    let bytes = unhex(text)?;
+    schema_from_bytes(&hex::decode(text).ok()?)
+}
+
+/// The schema an encoded flatbuffer holds; `None` when it holds none (see [`decode_schema`]).
+fn schema_from_bytes(bytes: &[u8]) -> Option<Schema> {
     std::panic::catch_unwind(|| {
-        datafusion::arrow::ipc::root_as_schema(&bytes)
+        datafusion::arrow::ipc::root_as_schema(bytes)
             .ok()
             .map(fb_to_schema)
     })
     .ok()
     .flatten()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
 }
 
 fn span_to(s: &Span) -> [u64; 4] {
@@ -265,7 +255,7 @@ mod tests {
                 true,
             ),
         ]);
-        let text = hex(&encode_schema(&schema));
+        let text = hex::encode(encode_schema(&schema));
         assert_eq!(decode_schema(&text), Some(schema));
         assert_eq!(decode_schema(&text[..text.len() / 2]), None);
         assert_eq!(decode_schema("zz"), None);
