@@ -53,7 +53,7 @@ pub fn model_file(data: &[u8]) {
     match parse_query(&rendered, "transforms/x/m.sql", &default_dialect()) {
         Ok(parsed) => {
             let _ = extract_relations(&parsed.query);
-            let _ = canonical_text(&parsed.query, |parts| Some(parts.join(".")));
+            let _ = canonical_text(*parsed.query, |parts| Some(parts.join(".")));
         }
         Err(d) => {
             let _ = d.render(Some(&rendered));

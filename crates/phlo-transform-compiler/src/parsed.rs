@@ -113,7 +113,7 @@ pub(crate) fn parse(
         })
         .collect();
     let nonce = phlo_transform_core::hash::sha256_hex(text)[..16].to_string();
-    let canonical = canonical_text(&query, |parts| {
+    let canonical = canonical_text(*query, |parts| {
         let k = relations.iter().position(|r| r.parts == parts)?;
         Some(placeholder(&nonce, k))
     });

@@ -115,7 +115,7 @@ fn model_semantics(text: &str, path: &str, c: &Compilation) -> String {
     };
     let sql = rendered
         .and_then(|t| parse_query(&t, path, &default_dialect()).ok())
-        .map(|p| canonical_text(&p.query, |_| None))
+        .map(|p| canonical_text(*p.query, |_| None))
         .unwrap_or_else(|| text.to_string());
     format!("{values}\n{sql}")
 }

@@ -6,6 +6,7 @@
 use datafusion::sql::sqlparser::ast::{Query, TableFactor, VisitMut, VisitorMut};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use std::fmt::Write as _;
 use std::ops::ControlFlow;
 
 use crate::relations::{rewrite_relations, Replacement};
@@ -34,24 +35,34 @@ impl VisitorMut for ExplicitAliases {
 
 /// Canonical text of `query`; `identity` maps a relation (normalised parts) to the identity it
 /// resolves to (`model:<id>` or `source:<name>`), or `None` to leave it as written.
+///
+/// The query is taken by value: it is rewritten in place, and every caller is done with it.
+/// Cloning a model's syntax tree cost about as much as parsing it (issue 17).
 pub fn canonical_text(
-    query: &Query,
+    mut query: Query,
     mut identity: impl FnMut(&[String]) -> Option<String>,
 ) -> String {
-    let mut q = query.clone();
-    rewrite_relations(&mut q, |parts| identity(parts).map(Replacement::Name));
-    let _ = q.visit(&mut ExplicitAliases);
-    let printed = q.to_string();
+    rewrite_relations(&mut query, |parts| identity(parts).map(Replacement::Name));
+    let _ = query.visit(&mut ExplicitAliases);
+    let printed = query.to_string();
     let tokens = match Tokenizer::new(&GenericDialect {}, &printed).tokenize() {
         Ok(t) => t,
         Err(_) => return printed, // Display output always tokenizes; keep a safe fallback.
     };
-    let mut out = String::with_capacity(printed.len());
+    let mut out = String::with_capacity(printed.len() + printed.len() / 8);
     for t in tokens {
         match t {
             Token::Whitespace(_) => continue,
+            // Lower-cased in place when ASCII; `str::to_lowercase` otherwise (a final sigma
+            // lower-cases differently from the character on its own).
+            Token::Word(w) if w.quote_style.is_none() && w.value.is_ascii() => {
+                out.extend(w.value.chars().map(|c| c.to_ascii_lowercase()))
+            }
             Token::Word(w) if w.quote_style.is_none() => out.push_str(&w.value.to_lowercase()),
-            other => out.push_str(&other.to_string()),
+            // Writing to a String cannot fail.
+            other => {
+                let _ = write!(out, "{other}");
+            }
         }
         out.push(' ');
     }
@@ -65,7 +76,7 @@ mod tests {
 
     fn canon(sql: &str) -> String {
         let q = parse_query(sql, "m.sql", &default_dialect()).unwrap().query;
-        canonical_text(&q, |p| {
+        canonical_text(*q, |p| {
             (p.join(".") == "assay.results").then(|| "model:assay.results".into())
         })
     }
@@ -82,6 +93,16 @@ mod tests {
         assert_eq!(
             canon("select r.a x from assay.results r"),
             canon("select r.a as x from assay.results as r")
+        );
+    }
+
+    #[test]
+    fn unquoted_identifiers_lower_case_as_words() {
+        // Pinned: versions recorded by earlier releases hash this text. A final capital sigma
+        // lower-cases to `ς` in a word, to `σ` on its own.
+        assert_eq!(
+            canon("select ΟΔΟΣ, \"Keep\", Mixed from assay.results"),
+            "select οδος , \"Keep\" , mixed from \"model:assay.results\" as \"results\" "
         );
     }
 
