@@ -663,88 +663,19 @@ fn compile_tests(
     test_files: Vec<Result<ParsedQuery, Diagnostic>>,
     contracts: &BTreeMap<usize, Contract>,
     resolver: &Resolver,
-    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+    dialect: &(dyn phlo_transform_sql::sqlparser::dialect::Dialect + Sync),
     diagnostics: &mut Diagnostics,
 ) -> Vec<CompiledTest> {
     let mut tests = Vec::new();
-    for (index, (model, file)) in models.iter().zip(&ws.models).enumerate() {
-        if model.has_errors {
-            continue;
-        }
-        let key = &file.config.key.value;
-        let mut kinds: Vec<TestKind> = Vec::new();
-        let mut not_null: Vec<&String> = key.iter().collect();
-        not_null.extend(
-            file.config
-                .not_null
-                .value
-                .iter()
-                .filter(|c| !key.contains(c)),
-        );
-        // Contract columns declared non-null that the plan cannot prove non-null.
-        let columns = model
-            .schema
-            .as_ref()
-            .and_then(ModelSchema::columns)
-            .unwrap_or_default();
-        let declared_not_null = contracts
-            .get(&index)
-            .into_iter()
-            .flat_map(|c| &c.columns)
-            .filter(|c| {
-                c.nullable == Some(false)
-                    && columns.iter().any(|col| col.name == c.name && col.nullable)
-            });
-        for c in declared_not_null {
-            if !not_null.contains(&&c.name) {
-                not_null.push(&c.name);
-            }
-        }
-        kinds.extend(
-            not_null
-                .into_iter()
-                .map(|c| TestKind::NotNull { column: c.clone() }),
-        );
-        if !key.is_empty() {
-            kinds.push(TestKind::Unique {
-                columns: key.clone(),
-            });
-        }
-        for kind in kinds {
-            let sql = generated_sql(&kind, model.name.as_str());
-            let name = match &kind {
-                TestKind::NotNull { column } => format!("{}.not_null.{column}", model.name),
-                TestKind::Unique { columns } => {
-                    format!("{}.unique.{}", model.name, columns.join("_"))
-                }
-                TestKind::Custom { .. } => unreachable!(),
-            };
-            match parse_query(&sql, &model.path, dialect) {
-                Ok(parsed) => {
-                    let relations = extract_relations(&parsed.query)
-                        .into_iter()
-                        .map(|relation| ResolvedRelation {
-                            relation,
-                            target: Some(Target::Model(index)),
-                        })
-                        .collect();
-                    tests.push(CompiledTest {
-                        name,
-                        kind,
-                        targets: vec![index],
-                        query: parsed.query,
-                        relations,
-                    });
-                }
-                Err(_) => diagnostics.push(
-                    Diagnostic::error(
-                        codes::INVALID_DIRECTIVE_ARGUMENT,
-                        format!("`{name}`: the column list is not valid SQL"),
-                    )
-                    .in_file(&model.path)
-                    .with_help("list plain column names, separated by commas"),
-                ),
-            }
+    // Two small queries per keyed model: at 10,000 models, parsing them on one thread took
+    // a few percent of a cold `check` (issue 17).
+    let generated = crate::par::map((0..models.len()).collect(), |index| {
+        generated_tests(index, models, ws, contracts, dialect)
+    });
+    for result in generated.into_iter().flatten() {
+        match result {
+            Ok(test) => tests.push(test),
+            Err(d) => diagnostics.push(d),
         }
     }
     for (file, parsed) in ws.tests.iter().zip(test_files) {
@@ -788,4 +719,91 @@ fn compile_tests(
         }
     }
     tests
+}
+
+/// The generated tests of model `index` (`not_null` for its key, `@not_null` and contract
+/// columns the plan cannot prove non-null; `unique` for its key), or why one is invalid.
+fn generated_tests(
+    index: usize,
+    models: &[CompiledModel],
+    ws: &Workspace,
+    contracts: &BTreeMap<usize, Contract>,
+    dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,
+) -> Vec<Result<CompiledTest, Diagnostic>> {
+    let (model, file) = (&models[index], &ws.models[index]);
+    if model.has_errors {
+        return Vec::new();
+    }
+    let key = &file.config.key.value;
+    let mut not_null: Vec<&String> = key.iter().collect();
+    not_null.extend(
+        file.config
+            .not_null
+            .value
+            .iter()
+            .filter(|c| !key.contains(c)),
+    );
+    // Contract columns declared non-null that the plan cannot prove non-null.
+    let columns = model
+        .schema
+        .as_ref()
+        .and_then(ModelSchema::columns)
+        .unwrap_or_default();
+    let declared_not_null = contracts
+        .get(&index)
+        .into_iter()
+        .flat_map(|c| &c.columns)
+        .filter(|c| {
+            c.nullable == Some(false)
+                && columns.iter().any(|col| col.name == c.name && col.nullable)
+        });
+    for c in declared_not_null {
+        if !not_null.contains(&&c.name) {
+            not_null.push(&c.name);
+        }
+    }
+    let mut kinds: Vec<TestKind> = not_null
+        .into_iter()
+        .map(|c| TestKind::NotNull { column: c.clone() })
+        .collect();
+    if !key.is_empty() {
+        kinds.push(TestKind::Unique {
+            columns: key.clone(),
+        });
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let sql = generated_sql(&kind, model.name.as_str());
+            let name = match &kind {
+                TestKind::NotNull { column } => format!("{}.not_null.{column}", model.name),
+                TestKind::Unique { columns } => {
+                    format!("{}.unique.{}", model.name, columns.join("_"))
+                }
+                TestKind::Custom { .. } => unreachable!(),
+            };
+            let Ok(parsed) = parse_query(&sql, &model.path, dialect) else {
+                return Err(Diagnostic::error(
+                    codes::INVALID_DIRECTIVE_ARGUMENT,
+                    format!("`{name}`: the column list is not valid SQL"),
+                )
+                .in_file(&model.path)
+                .with_help("list plain column names, separated by commas"));
+            };
+            let relations = extract_relations(&parsed.query)
+                .into_iter()
+                .map(|relation| ResolvedRelation {
+                    relation,
+                    target: Some(Target::Model(index)),
+                })
+                .collect();
+            Ok(CompiledTest {
+                name,
+                kind,
+                targets: vec![index],
+                query: parsed.query,
+                relations,
+            })
+        })
+        .collect()
 }
