@@ -20,6 +20,7 @@ use datafusion::logical_expr::{BinaryExpr, Cast, Expr, ExprSchemable, LogicalPla
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercionRewriter;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Code;
+use std::cell::LazyCell;
 
 /// Why the analyzer rejects a plan, located as precisely as the plan allows.
 pub(crate) struct Rejection {
@@ -73,19 +74,22 @@ pub(crate) fn analyse(
 fn strict(plan: &LogicalPlan) -> Option<Rejection> {
     let mut found = None;
     let _ = plan.apply_with_subqueries(|node| {
-        let schema = merge_schema(&node.inputs());
-        for expr in node.expressions() {
-            let _ = expr.apply(|e| {
+        // The expressions are visited in place and the inputs' schemas merged only for an
+        // expression that needs types: cloning both for every node of every model was a few
+        // percent of a cold `check` (issue 17).
+        let schema = LazyCell::new(|| merge_schema(&node.inputs()));
+        let _ = node.apply_expressions(|expr| {
+            expr.apply(|e| {
                 found = strict_expr(e, &schema);
                 Ok(if found.is_some() {
                     TreeNodeRecursion::Stop
                 } else {
                     TreeNodeRecursion::Continue
                 })
-            });
-            if found.is_some() {
-                return Ok(TreeNodeRecursion::Stop);
-            }
+            })
+        });
+        if found.is_some() {
+            return Ok(TreeNodeRecursion::Stop);
         }
         let condition = match node {
             LogicalPlan::Filter(f) => Some(("the filter (WHERE or HAVING)", &f.predicate)),
@@ -115,8 +119,12 @@ fn clash(a: &DataType, b: &DataType) -> bool {
     (temporal(a) && b.is_numeric()) || (temporal(b) && a.is_numeric())
 }
 
-fn strict_expr(e: &Expr, schema: &DFSchema) -> Option<Rejection> {
-    let ty = |x: &Expr| x.get_type(schema).ok();
+/// `schema` is forced only for the expressions checked here.
+fn strict_expr(
+    e: &Expr,
+    schema: &LazyCell<DFSchema, impl FnOnce() -> DFSchema>,
+) -> Option<Rejection> {
+    let ty = |x: &Expr| x.get_type(&**schema).ok();
     let clashes = |a: &Expr, b: &Expr| match (ty(a), ty(b)) {
         (Some(a), Some(b)) => clash(&a, &b),
         _ => false,
