@@ -49,7 +49,7 @@ pub fn canonical_text(
         Ok(t) => t,
         Err(_) => return printed, // Display output always tokenizes; keep a safe fallback.
     };
-    let mut out = String::with_capacity(printed.len() + printed.len() / 8);
+    let mut out = String::with_capacity(printed.len());
     for t in tokens {
         match t {
             Token::Whitespace(_) => continue,
