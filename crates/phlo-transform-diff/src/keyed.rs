@@ -45,9 +45,12 @@ use crate::values;
 const PARALLEL_MIN_ROWS: usize = 4096;
 
 /// Rows gathered (base chunks, candidate batches) before they are indexed or probed
-/// together, the partitions' threads spawned once for all of them: once per 8,192-row batch,
-/// spawning and waiting for the slower thread cost more than the work on a busy machine.
-const GROUP_ROWS: usize = 65_536;
+/// together, the partitions' threads spawned once for all of them. Per 8,192-row batch the
+/// spawning cost more than the work; at 65,536 rows the two threads of a group still barely
+/// overlapped (on 10M rows their run times summed to about the groups' wall time) and the
+/// diff took 1.5–2.1 s; at 524,288 rows 1.2–1.4 s, with 15 % less CPU (docs/performance.md).
+/// A group holds its keys (24 bytes a row) and, on the candidate side, its batches.
+const GROUP_ROWS: usize = 524_288;
 
 /// How many rows ahead of the one being indexed or probed its index slot is prefetched:
 /// enough to keep several cache misses in flight (`index`).
