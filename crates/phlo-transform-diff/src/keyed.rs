@@ -52,6 +52,11 @@ const PARALLEL_MIN_ROWS: usize = 4096;
 /// A group holds its keys (24 bytes a row) and, on the candidate side, its batches.
 const GROUP_ROWS: usize = 524_288;
 
+/// A group of candidate batches is also probed once its batches hold this many bytes: a side
+/// of wide rows would otherwise hold 512K of them between groups (the candidate side is
+/// streamed, never held; the base side is held whole anyway).
+const GROUP_BYTES: usize = 64 << 20;
+
 /// How many rows ahead of the one being indexed or probed its index slot is prefetched:
 /// enough to keep several cache misses in flight (`index`).
 const PREFETCH_AHEAD: usize = 16;
@@ -261,14 +266,16 @@ pub struct KeyedDiff {
     chunker: Chunker,
     /// The base rows read so far.
     chunks: Chunks,
-    /// Rows in a group (`GROUP_ROWS`; tests vary it).
+    /// Rows and candidate bytes in a group (`GROUP_ROWS`, `GROUP_BYTES`; tests vary them).
     group_rows: usize,
+    group_bytes: usize,
     /// Chunks and rows indexed so far (the rest wait for a group).
     indexed_chunks: usize,
     indexed_rows: u64,
     /// Candidate batches waiting for a group, and their rows.
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    pending_bytes: usize,
     /// Row-format keys of the base rows indexed so far (when not packed), in ordinal order.
     base_keys: Rows,
     base: Option<BaseSide>,
@@ -392,10 +399,12 @@ impl KeyedDiff {
             chunker: Chunker::default(),
             chunks: Chunks::default(),
             group_rows: GROUP_ROWS,
+            group_bytes: GROUP_BYTES,
             indexed_chunks: 0,
             indexed_rows: 0,
             pending: Vec::new(),
             pending_rows: 0,
+            pending_bytes: 0,
             base: None,
             parts,
             base_rows: 0,
@@ -532,9 +541,10 @@ impl KeyedDiff {
         if n == 0 {
             return Ok(());
         }
-        self.pending.push(batch);
         self.pending_rows += n;
-        if self.pending_rows >= self.group_rows {
+        self.pending_bytes += batch.get_array_memory_size();
+        self.pending.push(batch);
+        if self.pending_rows >= self.group_rows || self.pending_bytes >= self.group_bytes {
             self.probe_pending()?;
         }
         Ok(())
@@ -544,6 +554,7 @@ impl KeyedDiff {
     fn probe_pending(&mut self) -> Result<(), Diagnostic> {
         let batches = std::mem::take(&mut self.pending);
         let rows = std::mem::take(&mut self.pending_rows);
+        self.pending_bytes = 0;
         let base = self
             .base
             .as_ref()
@@ -1120,11 +1131,14 @@ mod tests {
         (base, cand)
     }
 
+    /// Groups as the comparison makes them.
+    const DEFAULT_GROUP: (usize, usize) = (GROUP_ROWS, GROUP_BYTES);
+
     fn run(
         packed: bool,
         key: &[&str],
         batch_rows: usize,
-        group_rows: usize,
+        (group_rows, group_bytes): (usize, usize),
     ) -> (KeyedOutcome, bool) {
         let (base, cand) = sides();
         let (base, cand) = (batches(&base, batch_rows), batches(&cand, batch_rows));
@@ -1139,6 +1153,7 @@ mod tests {
             diff.packer = None;
         }
         diff.group_rows = group_rows;
+        diff.group_bytes = group_bytes;
         let was_packed = diff.packer.is_some();
         for b in &base {
             diff.push_base(alignment.project(b, Side::Base).unwrap())
@@ -1184,9 +1199,9 @@ mod tests {
     #[test]
     fn packed_and_row_format_keys_report_the_same() {
         for batch_rows in [1000, 5000] {
-            let (packed, was_packed) = run(true, &["k1", "k2"], batch_rows, GROUP_ROWS);
+            let (packed, was_packed) = run(true, &["k1", "k2"], batch_rows, DEFAULT_GROUP);
             assert!(was_packed, "(BIGINT, INT) packs into 98 bits");
-            let (rows, was_packed) = run(false, &["k1", "k2"], batch_rows, GROUP_ROWS);
+            let (rows, was_packed) = run(false, &["k1", "k2"], batch_rows, DEFAULT_GROUP);
             assert!(!was_packed);
             assert_eq!(summary(&packed), summary(&rows));
             let r = &packed.records;
@@ -1204,14 +1219,15 @@ mod tests {
     }
 
     /// Batches indexed and probed in groups report the same as one at a time: groups of one
-    /// batch (on one thread), of five (on several), of the whole side.
+    /// batch (on one thread), of five (on several), of a few candidate batches by their bytes,
+    /// of the whole side.
     #[test]
     fn groups_of_batches_report_the_same() {
         for packed in [true, false] {
-            let (whole, _) = run(packed, &["k1", "k2"], 1000, GROUP_ROWS);
-            for group_rows in [1, 5000] {
-                let (grouped, _) = run(packed, &["k1", "k2"], 1000, group_rows);
-                assert_eq!(summary(&grouped), summary(&whole), "groups of {group_rows}");
+            let (whole, _) = run(packed, &["k1", "k2"], 1000, DEFAULT_GROUP);
+            for group in [(1, usize::MAX), (5000, usize::MAX), (usize::MAX, 100_000)] {
+                let (grouped, _) = run(packed, &["k1", "k2"], 1000, group);
+                assert_eq!(summary(&grouped), summary(&whole), "groups of {group:?}");
             }
         }
     }
@@ -1219,9 +1235,9 @@ mod tests {
     /// A single key column with NULLs: NULL matches NULL (one key, here duplicated).
     #[test]
     fn null_keys_match_on_the_packed_path() {
-        let (packed, was_packed) = run(true, &["k1"], 5000, GROUP_ROWS);
+        let (packed, was_packed) = run(true, &["k1"], 5000, DEFAULT_GROUP);
         assert!(was_packed);
-        let (rows, _) = run(false, &["k1"], 5000, GROUP_ROWS);
+        let (rows, _) = run(false, &["k1"], 5000, DEFAULT_GROUP);
         assert_eq!(summary(&packed), summary(&rows));
         // k1 is NULL on rows 5, 1005, ..., 9005: ten base rows; the candidate lacks 5005 and
         // adds 10005: ten rows, one key.
