@@ -317,6 +317,34 @@ fn packed_keys(packer: &Packer, key_columns: &[ArrayRef]) -> (Vec<u128>, Vec<u64
     (keys, hashes)
 }
 
+/// `f` of each item, in order, the items shared out among `threads` threads when they hold
+/// enough rows. The keys of a group are packed and hashed this way before its partitions
+/// start: on the one thread that feeds them, the packing was a serial step of every group.
+fn map_shared<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    rows: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    if threads < 2 || items.len() < 2 || rows < PARALLEL_MIN_ROWS {
+        return items.iter().map(f).collect();
+    }
+    let share = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(share)
+            .map(|chunk| {
+                let f = &f;
+                s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a packing thread panicked"))
+            .collect()
+    })
+}
+
 /// Probes every batch of a group, each partition on its thread.
 fn probe_all<V: KeyView>(parts: &mut [Part], probes: &[Probe<'_, V>], rows: usize) {
     each_part(parts, rows, |pi, part| {
@@ -463,10 +491,10 @@ impl KeyedDiff {
         let key_columns = |c: usize| &self.chunks.batch(c).columns()[..self.nkeys];
         match &self.packer {
             Some(packer) => {
-                let keys: Vec<(Vec<u128>, Vec<u64>)> = group
-                    .clone()
-                    .map(|c| packed_keys(packer, key_columns(c)))
-                    .collect();
+                let chunks: Vec<usize> = group.clone().collect();
+                let keys = map_shared(&chunks, nparts, rows, |&c| {
+                    packed_keys(packer, key_columns(c))
+                });
                 let views: Vec<PackedView> = keys
                     .iter()
                     .map(|(keys, hashes)| PackedView { keys, hashes })
@@ -571,10 +599,9 @@ impl KeyedDiff {
         let key_columns = |b: &RecordBatch| b.columns()[..self.nkeys].to_vec();
         match &self.packer {
             Some(packer) => {
-                let keys: Vec<(Vec<u128>, Vec<u64>)> = batches
-                    .iter()
-                    .map(|b| packed_keys(packer, &key_columns(b)))
-                    .collect();
+                let keys = map_shared(&batches, self.parts.len(), rows, |b| {
+                    packed_keys(packer, &key_columns(b))
+                });
                 let probes: Vec<Probe<PackedView>> = batches
                     .iter()
                     .zip(&keys)
