@@ -10,9 +10,11 @@
 //! `~/.cache/phlo-transform/bench-diff/<rows>/`: the candidate with 0.1% of rows modified,
 //! 0.05% removed and 0.05% added (`0_1`), and with 10% modified (`10`). Each case is diffed
 //! with `--full` semantics (every row, key `id`) three times, each in a fresh process as the
-//! CLI runs it, and checked against the known counts; then, in the same run and on the same files, `diff_compare.py` times DuckDB's
-//! FULL OUTER JOIN diff and reladiff (joindiff and hashdiff on a DuckDB file holding the same
-//! tables). Needs `python3 -m pip install duckdb reladiff`.
+//! CLI runs it, and checked against the known counts; then, in the same run and on the same
+//! files, `diff_compare.py` times DuckDB's FULL OUTER JOIN diff and reladiff (joindiff and
+//! hashdiff on a DuckDB file holding the same tables). Needs `python3 -m pip install duckdb
+//! reladiff`. The floor (both files read, nothing compared) is timed in the bench's own
+//! process, min and median of 3: a lower bound.
 
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::StreamExt;

@@ -48,7 +48,7 @@ const PARALLEL_MIN_ROWS: usize = 4096;
 /// together, the partitions' threads spawned once for all of them. Per 8,192-row batch the
 /// spawning cost more than the work; at 65,536 rows the two threads of a group still barely
 /// overlapped (on 10M rows their run times summed to about the groups' wall time) and the
-/// diff took 1.5–2.1 s; at 524,288 rows 1.2–1.4 s, with 15 % less CPU (docs/performance.md).
+/// diff took 1.5–2.1 s; at 524,288 rows 1.2–1.4 s, with about 12 % less CPU (docs/performance.md).
 /// A group holds its keys (24 bytes a row) and, on the candidate side, its batches.
 const GROUP_ROWS: usize = 524_288;
 
