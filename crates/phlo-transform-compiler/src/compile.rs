@@ -126,6 +126,7 @@ impl Compilation {
         let resolver = Resolver::new(&workspace);
         let mut compiled = crate::par::map(
             workspace.models.iter().enumerate().collect(),
+            crate::PARALLEL_MIN_MODELS,
             |(index, file)| compile_model(index, file, &workspace, &resolver, &sql_dialect, &cache),
         );
         let test_files: Vec<Result<ParsedQuery, Diagnostic>> = workspace
@@ -606,6 +607,7 @@ fn compute_versions(
     // versions, which chain through upstream versions, in topological order.
     let parts: Vec<Option<(String, Fingerprints)>> = crate::par::map(
         canonical.into_iter().enumerate().collect(),
+        crate::PARALLEL_MIN_MODELS,
         |(i, canonical)| {
             let m = &models[i];
             if m.has_errors {
@@ -669,9 +671,11 @@ fn compile_tests(
     let mut tests = Vec::new();
     // Two small queries per keyed model, 9,400 at 10,000 realistic models: parsed on the
     // compiler threads rather than one after the other on this one (issue 17).
-    let generated = crate::par::map((0..models.len()).collect(), |index| {
-        generated_tests(index, models, ws, contracts, dialect)
-    });
+    let generated = crate::par::map(
+        (0..models.len()).collect(),
+        crate::PARALLEL_MIN_MODELS,
+        |index| generated_tests(index, models, ws, contracts, dialect),
+    );
     for result in generated.into_iter().flatten() {
         match result {
             Ok(test) => tests.push(test),

@@ -3,6 +3,12 @@
 //! Compiling never touches a warehouse.
 
 mod analysis;
+
+/// A compiler phase with fewer models than this runs on one thread (`par`): starting the
+/// threads (and, for typing, a planning session each) costs more than a few models.
+const PARALLEL_MIN_MODELS: usize = 64;
+
+use phlo_transform_core::par;
 mod artifact_dir;
 pub mod artifacts;
 pub mod cache;
@@ -15,7 +21,6 @@ mod incremental;
 pub mod lineage;
 mod locate;
 pub mod model;
-mod par;
 mod parsed;
 mod plan_lineage;
 mod relax;

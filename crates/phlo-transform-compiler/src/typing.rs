@@ -340,6 +340,7 @@ fn plan_in_parallel(
     };
     crate::par::map_with(
         work,
+        crate::PARALLEL_MIN_MODELS,
         || ctx.state(),
         |state, i| {
             let key = if uncached.contains(&i) {

@@ -4,6 +4,7 @@
 pub mod diagnostic;
 pub mod hash;
 pub mod names;
+pub mod par;
 pub mod secrets;
 pub mod table_layout;
 

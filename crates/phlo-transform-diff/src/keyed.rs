@@ -27,6 +27,7 @@ use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_core::par;
 use phlo_transform_core::Diagnostic;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -317,31 +318,21 @@ fn packed_keys(packer: &Packer, key_columns: &[ArrayRef]) -> (Vec<u128>, Vec<u64
     (keys, hashes)
 }
 
-/// `f` of each item, in order, the items shared out among `threads` threads when they hold
-/// enough rows. The keys of a group are packed and hashed this way before its partitions
-/// start: on the one thread that feeds them, the packing was a serial step of every group.
-fn map_shared<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
+/// The packed keys and hashes of a group's batches (their key columns), on every core when
+/// the group is large enough: on the one thread that feeds the partitions, the packing was a
+/// serial step of every group before its partitions started.
+fn group_keys(
+    packer: &Packer,
+    key_columns: Vec<&[ArrayRef]>,
     rows: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    if threads < 2 || items.len() < 2 || rows < PARALLEL_MIN_ROWS {
-        return items.iter().map(f).collect();
-    }
-    let share = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(share)
-            .map(|chunk| {
-                let f = &f;
-                s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a packing thread panicked"))
-            .collect()
+) -> Vec<(Vec<u128>, Vec<u64>)> {
+    let min_items = if rows < PARALLEL_MIN_ROWS {
+        usize::MAX
+    } else {
+        2
+    };
+    par::map(key_columns, min_items, |columns| {
+        packed_keys(packer, columns)
     })
 }
 
@@ -491,10 +482,7 @@ impl KeyedDiff {
         let key_columns = |c: usize| &self.chunks.batch(c).columns()[..self.nkeys];
         match &self.packer {
             Some(packer) => {
-                let chunks: Vec<usize> = group.clone().collect();
-                let keys = map_shared(&chunks, nparts, rows, |&c| {
-                    packed_keys(packer, key_columns(c))
-                });
+                let keys = group_keys(packer, group.clone().map(key_columns).collect(), rows);
                 let views: Vec<PackedView> = keys
                     .iter()
                     .map(|(keys, hashes)| PackedView { keys, hashes })
@@ -599,9 +587,8 @@ impl KeyedDiff {
         let key_columns = |b: &RecordBatch| b.columns()[..self.nkeys].to_vec();
         match &self.packer {
             Some(packer) => {
-                let keys = map_shared(&batches, self.parts.len(), rows, |b| {
-                    packed_keys(packer, &key_columns(b))
-                });
+                let columns = batches.iter().map(|b| &b.columns()[..self.nkeys]).collect();
+                let keys = group_keys(packer, columns, rows);
                 let probes: Vec<Probe<PackedView>> = batches
                     .iter()
                     .zip(&keys)
