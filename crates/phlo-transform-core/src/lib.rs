@@ -1,5 +1,6 @@
-//! Shared vocabulary of phlo-transform: model names, diagnostics with stable codes and
-//! the hashing helper every version fingerprint is built with.
+//! Shared vocabulary of phlo-transform: model names, diagnostics with stable codes, the
+//! hashing helper every version fingerprint is built with, and the order-preserving parallel
+//! map (`par`) the compiler and the data diff run their CPU-bound work on.
 
 pub mod diagnostic;
 pub mod hash;
