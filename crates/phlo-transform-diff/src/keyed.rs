@@ -74,17 +74,33 @@ struct AddedEntry {
     slot: u32,
 }
 
+/// What became of a candidate row. There is one per candidate row, so it is four bytes (an
+/// enum with a `u32` payload would take eight: 80 MB for 10M rows): the index of the row's
+/// changed-column mask when modified, otherwise one of the values at the top of the range.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    Pending,
-    Added,
-    Equal,
-    /// Index of the row's changed-column mask.
-    Modified(u32),
+struct Outcome(u32);
+
+impl Outcome {
+    /// Matched a base row; not compared yet.
+    const PENDING: Outcome = Outcome(u32::MAX);
+    const ADDED: Outcome = Outcome(u32::MAX - 1);
+    const EQUAL: Outcome = Outcome(u32::MAX - 2);
     /// The key is duplicated on the base side.
-    BaseDuplicate,
+    const BASE_DUPLICATE: Outcome = Outcome(u32::MAX - 3);
     /// The key turned out duplicated on the candidate side: no longer counted.
-    Retracted,
+    const RETRACTED: Outcome = Outcome(u32::MAX - 4);
+
+    /// Modified; `at` indexes its changed-column mask (there are fewer masks than candidate
+    /// rows, which `push_candidate` keeps below the named outcomes).
+    fn modified(at: u32) -> Outcome {
+        debug_assert!(at < Outcome::RETRACTED.0);
+        Outcome(at)
+    }
+
+    /// The mask index of a modified row.
+    fn modified_at(self) -> Option<u32> {
+        (self.0 < Outcome::RETRACTED.0).then_some(self.0)
+    }
 }
 
 /// A sample row, ordered by its key's sort bytes (its row encoding, or the packed key which
@@ -557,6 +573,14 @@ impl KeyedDiff {
         if n == 0 {
             return Ok(());
         }
+        // A candidate row's outcome slot is a `u32` below the named outcomes.
+        if self.compared_candidate_rows >= Outcome::RETRACTED.0 as u64 {
+            return Err(Diagnostic::error(
+                codes::DIFF_INVALID_OPTION,
+                "the candidate side has too many rows for one full comparison",
+            )
+            .with_help("use --strategy partition, sampled or aggregate"));
+        }
         self.pending_rows += n;
         self.pending_bytes += batch.get_array_memory_size();
         self.pending.push(batch);
@@ -723,7 +747,7 @@ impl KeyedDiff {
             } = part;
             let is_live = |s: &Sample| {
                 s.slot
-                    .is_none_or(|slot| outcomes[slot as usize] != Outcome::Retracted)
+                    .is_none_or(|slot| outcomes[slot as usize] != Outcome::RETRACTED)
             };
             added.extend(added_samples.heap.into_vec().into_iter().filter(is_live));
             modified.extend(modified_samples.heap.into_vec().into_iter().filter(is_live));
@@ -732,7 +756,7 @@ impl KeyedDiff {
                     Some(slots) => {
                         let mask: BooleanArray = slots
                             .iter()
-                            .map(|s| Some(outcomes[*s as usize] != Outcome::Retracted))
+                            .map(|s| Some(outcomes[*s as usize] != Outcome::RETRACTED))
                             .collect();
                         filter_record_batch(&k.batch, &mask).map_err(internal)?
                     }
@@ -854,21 +878,21 @@ impl Part {
     }
 
     fn retract(&mut self, slot: u32, words: usize) {
-        match self.outcomes[slot as usize] {
-            Outcome::Added => self.added -= 1,
-            Outcome::Equal => self.equal -= 1,
-            Outcome::Modified(at) => {
-                self.modified -= 1;
-                let mask = &self.masks[at as usize * words..(at as usize + 1) * words];
-                for (c, n) in self.changed.iter_mut().enumerate() {
-                    if mask[c / 64] & (1 << (c % 64)) != 0 {
-                        *n -= 1;
-                    }
+        let outcome = self.outcomes[slot as usize];
+        if outcome == Outcome::ADDED {
+            self.added -= 1;
+        } else if outcome == Outcome::EQUAL {
+            self.equal -= 1;
+        } else if let Some(at) = outcome.modified_at() {
+            self.modified -= 1;
+            let mask = &self.masks[at as usize * words..(at as usize + 1) * words];
+            for (c, n) in self.changed.iter_mut().enumerate() {
+                if mask[c / 64] & (1 << (c % 64)) != 0 {
+                    *n -= 1;
                 }
             }
-            Outcome::Pending | Outcome::BaseDuplicate | Outcome::Retracted => {}
         }
-        self.outcomes[slot as usize] = Outcome::Retracted;
+        self.outcomes[slot as usize] = Outcome::RETRACTED;
     }
 
     fn probe<V: KeyView>(&mut self, p: &Probe<'_, V>, pi: usize) {
@@ -906,9 +930,9 @@ impl Part {
                 }
                 b.slot = slot;
                 if b.count > 1 {
-                    self.outcomes.push(Outcome::BaseDuplicate);
+                    self.outcomes.push(Outcome::BASE_DUPLICATE);
                 } else {
-                    self.outcomes.push(Outcome::Pending);
+                    self.outcomes.push(Outcome::PENDING);
                     pair_cand.push(r as u32);
                     pair_base.push(b.row);
                     pair_slot.push(slot);
@@ -938,7 +962,7 @@ impl Part {
                     });
                 }
             }
-            self.outcomes.push(Outcome::Added);
+            self.outcomes.push(Outcome::ADDED);
             self.added += 1;
             added_rows.push(r as u32);
             added_slots.push(slot);
@@ -999,11 +1023,11 @@ impl Part {
         let mut kept_cand: Vec<u32> = Vec::new();
         let mut kept_slots: Vec<u32> = Vec::new();
         for (i, &slot) in pair_slot.iter().enumerate() {
-            if self.outcomes[slot as usize] != Outcome::Pending {
+            if self.outcomes[slot as usize] != Outcome::PENDING {
                 continue; // retracted: the key repeats later in this batch
             }
             if !any.value(i) {
-                self.outcomes[slot as usize] = Outcome::Equal;
+                self.outcomes[slot as usize] = Outcome::EQUAL;
                 self.equal += 1;
                 continue;
             }
@@ -1016,7 +1040,7 @@ impl Part {
                 }
             }
             self.masks.extend_from_slice(&mask);
-            self.outcomes[slot as usize] = Outcome::Modified(at);
+            self.outcomes[slot as usize] = Outcome::modified(at);
             self.modified += 1;
             let (b, r) = (pair_base[i], pair_cand[i] as usize);
             self.modified_samples.offer(p.view.sort_key(r).as_ref(), Some(slot), || {
@@ -1243,6 +1267,24 @@ mod tests {
                 let (grouped, _) = run(packed, &["k1", "k2"], 1000, group);
                 assert_eq!(summary(&grouped), summary(&whole), "groups of {group:?}");
             }
+        }
+    }
+
+    /// An outcome is four bytes, and a mask index is never taken for a named outcome.
+    #[test]
+    fn outcomes_are_four_bytes_and_tell_modified_rows_apart() {
+        assert_eq!(std::mem::size_of::<Outcome>(), 4);
+        for at in [0, 1, Outcome::RETRACTED.0 - 1] {
+            assert_eq!(Outcome::modified(at).modified_at(), Some(at));
+        }
+        for named in [
+            Outcome::PENDING,
+            Outcome::ADDED,
+            Outcome::EQUAL,
+            Outcome::BASE_DUPLICATE,
+            Outcome::RETRACTED,
+        ] {
+            assert_eq!(named.modified_at(), None);
         }
     }
 
