@@ -307,6 +307,15 @@ fn internal(e: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error(codes::DIFF_UNREADABLE_SIDE, format!("comparing rows: {e}"))
 }
 
+/// A side with more rows than one full comparison can number (D006).
+fn too_many_rows(side: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::DIFF_INVALID_OPTION,
+        format!("the {side} side has too many rows for one full comparison"),
+    )
+    .with_help("use --strategy partition, sampled or aggregate")
+}
+
 fn partition_of(hash: u64, parts: usize) -> usize {
     ((hash >> 40) % parts as u64) as usize
 }
@@ -477,11 +486,7 @@ impl KeyedDiff {
         let n = chunk.num_rows();
         let ordinal = self.compared_base_rows;
         if ordinal + n as u64 > u32::MAX as u64 || self.chunks.len() == MAX_CHUNKS {
-            return Err(Diagnostic::error(
-                codes::DIFF_INVALID_OPTION,
-                "the base side has too many rows for one full comparison",
-            )
-            .with_help("use --strategy partition, sampled or aggregate"));
+            return Err(too_many_rows("base"));
         }
         self.chunks.push(chunk, ordinal as u32);
         self.compared_base_rows += n as u64;
@@ -575,11 +580,7 @@ impl KeyedDiff {
         }
         // A candidate row's outcome slot is a `u32` below the named outcomes.
         if self.compared_candidate_rows >= Outcome::RETRACTED.0 as u64 {
-            return Err(Diagnostic::error(
-                codes::DIFF_INVALID_OPTION,
-                "the candidate side has too many rows for one full comparison",
-            )
-            .with_help("use --strategy partition, sampled or aggregate"));
+            return Err(too_many_rows("candidate"));
         }
         self.pending_rows += n;
         self.pending_bytes += batch.get_array_memory_size();
