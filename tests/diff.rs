@@ -74,6 +74,18 @@ fn composite_key_change_reports_exact_counts() {
     // The warehouse table is untouched: it still holds the base definition.
     let r = diff_json(ws, &["lab.results", "--to", "materialized"], 0);
     assert_eq!(records(&r), (0, 0, 0, 6));
+    // main as a reference side (no environment created: its own tables) is the same base.
+    let r = diff_json(
+        ws,
+        &["lab.results", "--from", "ref:main", "--decimals", "3"],
+        0,
+    );
+    assert_eq!(records(&r), (1, 1, 2, 3));
+    let base = r["base"]["description"].as_str().unwrap();
+    assert!(
+        base.starts_with("lab.results in `main` (Delta version 0"),
+        "{base}"
+    );
 
     // Exact floats: (A,2) is modified too.
     let r = diff_json(ws, &["lab.results", "--full"], 0);
@@ -407,6 +419,8 @@ fn bad_input_gets_coded_errors() {
         (vec!["diff", "lab.results", "--from", "delta:42"], "D001"),
         (vec!["diff", "lab.results", "--from", "feature/x"], "D001"),
         (vec!["diff", "lab.results", "--from", "abcdef99"], "D001"),
+        (vec!["diff", "lab.results", "--from", "ref:"], "D001"),
+        (vec!["diff", "lab.results", "--to", "ref:nope"], "Y007"),
         (vec!["diff", "lab.results", "--key", "site,nope"], "D002"),
         (vec!["diff", "lab.results", "--strategy", "fastest"], "D006"),
     ] {

@@ -632,6 +632,58 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
     );
     common::assert_results_full_diff(&full);
     assert_eq!(full["passed"], true);
+    // One model between the two environments: `diff <model>` with reference sides reads the
+    // same tables and finds the same rows.
+    let one = ok(
+        root,
+        &[
+            "diff",
+            "assay.results",
+            "--from",
+            "ref:main",
+            "--to",
+            "ref:dev",
+            "--full",
+            "--json",
+        ],
+    );
+    common::assert_results_records(&one);
+    for (side, reference) in [("base", "main"), ("candidate", "dev")] {
+        let description = one[side]["description"].as_str().unwrap();
+        assert!(
+            description.starts_with(&format!("assay.results in `{reference}` (Delta version")),
+            "{description}"
+        );
+    }
+    // A reference without the model's dataset, and one that does not exist: coded errors.
+    let missing = run(
+        root,
+        &[
+            "diff",
+            "reporting.summary",
+            "--from",
+            "ref:main",
+            "--to",
+            "ref:dev",
+            "--json",
+        ],
+    );
+    assert_eq!(missing.code, 2, "{}", missing.stdout);
+    let missing = missing.json();
+    assert_eq!(missing["diagnostics"][0]["code"], "D001");
+    assert!(
+        missing["diagnostics"][0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("run --ref main -s reporting.summary"),
+        "{missing}"
+    );
+    let unknown = run(
+        root,
+        &["diff", "assay.results", "--from", "ref:nope", "--json"],
+    );
+    assert_eq!(unknown.code, 2, "{}", unknown.stdout);
+    assert_eq!(unknown.json()["diagnostics"][0]["code"], "Y007");
     // It is recorded and exported as the evidence, and the gate reads it.
     let exported: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join(".phlo/transform/branch_diff.json")).unwrap(),

@@ -572,6 +572,34 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
         passed && detail.contains(full["evidence_id"].as_str().unwrap()),
         "{detail}"
     );
+
+    // One model between the branches: `diff <model>` reads its Iceberg table at each head,
+    // the base `ref:main` by default.
+    let to = format!("ref:{dev}");
+    let one = ok(
+        root,
+        &["diff", "assay.results", "--to", &to, "--full", "--json"],
+    );
+    common::assert_results_records(&one);
+    for (side, reference) in [("base", "main"), ("candidate", dev.as_str())] {
+        let description = one[side]["description"].as_str().unwrap();
+        assert!(
+            description.starts_with(&format!("assay.results in `{reference}` (Iceberg snapshot")),
+            "{description}"
+        );
+    }
+    // Sides the embedded engine reads are refused on Trino, with the form that works.
+    let local = run(root, &["diff", "assay.results", "--json"]);
+    assert_eq!(local.code, 2, "{}", local.stdout);
+    let local = local.json();
+    assert_eq!(local["diagnostics"][0]["code"], "D001", "{local}");
+    assert!(
+        local["diagnostics"][0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("--from ref:main --to ref:<candidate>"),
+        "{local}"
+    );
     let text = run(root, &["diff", "--from", "main", "--to", &dev]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     for line in [

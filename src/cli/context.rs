@@ -90,12 +90,3 @@ pub async fn open_state(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic
 pub async fn open_state_read_only(paths: &Paths) -> Result<Arc<dyn StateStore>, Diagnostic> {
     paths.target().open_state_read_only().await
 }
-
-/// The embedded local engine reading the environment `--ref` names
-/// ([`CommandTarget::open_local`]).
-pub async fn open_local_engine(
-    paths: &Paths,
-    c: &Compilation,
-) -> Result<(phlo_transform_adapter::LocalEngine, Vec<Diagnostic>), Diagnostic> {
-    paths.target().open_local(c).await
-}

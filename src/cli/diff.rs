@@ -10,21 +10,21 @@ use phlo_transform_exec::diff::{diff_model, DiffArgs};
 use std::path::PathBuf;
 
 use super::commands::{compile_or_report, fatal};
-use super::{open_local_engine, Paths, EXIT_FAILURES, EXIT_OK};
+use super::{Paths, EXIT_FAILURES, EXIT_OK};
 
 #[derive(Args, Debug)]
 pub struct DiffCliArgs {
     /// Model name (`assay.results`) or a unique suffix of it (`results`). Without it,
     /// `--from <ref> --to <ref>` compares two environments, every dataset (a branch diff).
     pub model: Option<String>,
-    /// Base side: `materialized` (default), `workspace`, `delta:<version>`,
-    /// `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits); without a model,
-    /// the base reference.
+    /// Base side: `materialized` (default; on Trino + Nessie `ref:<--ref, else main>`),
+    /// `workspace`, `delta:<version>`, `delta:<RFC 3339 time>`, a recorded model version (6+
+    /// hex digits) or `ref:<reference>`; without a model, the base reference.
     #[arg(long, value_name = "SIDE")]
     pub from: Option<String>,
     /// Candidate side (default `workspace`: the model's current SQL, run by the local engine
-    /// over the materialised upstream relations; nothing is written); without a model, the
-    /// candidate reference.
+    /// over the materialised upstream relations; nothing is written), or any base side;
+    /// without a model, the candidate reference.
     #[arg(long, value_name = "SIDE")]
     pub to: Option<String>,
     /// Key columns (default: the model's @key, else the plan's grain).
@@ -149,15 +149,11 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
         Err(d) => return out.fail([d]),
     }
-    let engine = match open_local_engine(paths, c).await {
-        Ok((engine, warnings)) => {
+    let report = match diff_model(c, &paths.target(), library_args).await {
+        Ok((report, warnings)) => {
             out.diagnostics(warnings);
-            engine
+            report
         }
-        Err(d) => return out.fail([d]),
-    };
-    let report = match diff_model(c, &engine, library_args).await {
-        Ok(r) => r,
         Err(d) => return out.fail([d]),
     };
     out.diagnostics(report.warnings.iter().cloned());

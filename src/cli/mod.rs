@@ -14,8 +14,8 @@ mod selection;
 mod state;
 
 pub use context::{
-    compile, compile_refreshed, open_local_engine, open_state, open_state_read_only, Paths,
-    EXIT_ERRORS, EXIT_FAILURES, EXIT_OK,
+    compile, compile_refreshed, open_state, open_state_read_only, Paths, EXIT_ERRORS,
+    EXIT_FAILURES, EXIT_OK,
 };
 use selection::SelectionArgs;
 

@@ -166,7 +166,13 @@ pub fn dataset<'a>(diff: &'a serde_json::Value, model: &str) -> &'a serde_json::
 /// added exp-004, removed exp-003 and changed exp-001 (the environments tests' edit, on both
 /// engines).
 pub fn assert_results_full_diff(full: &serde_json::Value) {
-    let data = &dataset(full, "assay.results")["data"];
+    assert_results_records(&dataset(full, "assay.results")["data"]);
+}
+
+/// The keyed diff of `assay.results` between main and the candidate `keyed_results` makes
+/// (as a branch diff's dataset `data`, or the report of `diff assay.results`): one row added,
+/// one removed, one modified, one unchanged.
+pub fn assert_results_records(data: &serde_json::Value) {
     assert_eq!(data["key"], serde_json::json!(["experiment_id"]));
     assert_eq!(
         data["records"],

@@ -10,6 +10,12 @@
 //!   or time (Delta time travel).
 //! - `<model version>` (a prefix of at least 6 hex digits): the Delta version whose
 //!   commit recorded that model version (`phlo.model_version`).
+//! - `ref:<name>`: the model's dataset as reference `name` points at it — on the embedded
+//!   engine a Delta version, on Trino + Nessie the Iceberg snapshot at the branch's head.
+//!
+//! The other sides are read by the embedded engine. On a Trino + Nessie target its tables
+//! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
+//! side the embedded engine reads is refused (D001) rather than read from an empty warehouse.
 
 use datafusion::prelude::DataFrame;
 use datafusion::sql::TableReference;
@@ -24,6 +30,9 @@ use phlo_transform_diff::{
 };
 use phlo_transform_project::{DiffSection, Materialization};
 use std::path::PathBuf;
+
+use crate::environments::{Environments, MAIN};
+use crate::target::CommandTarget;
 
 /// What `diff` was asked.
 #[derive(Clone, Debug, Default)]
@@ -44,22 +53,36 @@ pub struct DiffArgs {
 /// A parsed side.
 #[derive(Clone, Debug, PartialEq)]
 enum SideSpec {
+    /// A side the embedded engine reads.
+    Local(LocalSide),
+    /// `ref:<name>`: what the reference points at.
+    Reference(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum LocalSide {
     Workspace,
     Materialized,
     Delta(DeltaAt),
     Recorded(String),
 }
 
+impl SideSpec {
+    fn is_local(&self) -> bool {
+        matches!(self, SideSpec::Local(_))
+    }
+}
+
 fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
     let t = text.trim();
     if t == "workspace" || t == "current" {
-        return Ok(SideSpec::Workspace);
+        return Ok(SideSpec::Local(LocalSide::Workspace));
     }
     if t == "materialized" || t == "materialised" || t == "last" {
-        return Ok(SideSpec::Materialized);
+        return Ok(SideSpec::Local(LocalSide::Materialized));
     }
     if let Some(at) = t.strip_prefix("delta:") {
-        return Ok(SideSpec::Delta(match at.parse::<u64>() {
+        return Ok(SideSpec::Local(LocalSide::Delta(match at.parse::<u64>() {
             Ok(v) => DeltaAt::Version(v),
             _ if chrono::DateTime::parse_from_rfc3339(at).is_ok() => {
                 DeltaAt::Timestamp(at.to_string())
@@ -71,18 +94,28 @@ fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
                 )
                 .with_help("write delta:3 or delta:2026-11-30T20:00:00Z"))
             }
-        }));
+        })));
+    }
+    if let Some(name) = t.strip_prefix("ref:") {
+        if name.trim().is_empty() {
+            return Err(Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("`{t}` names no reference"),
+            )
+            .with_help("write ref:main or ref:<candidate>; `phlo-transform ref list` lists them"));
+        }
+        return Ok(SideSpec::Reference(name.trim().to_string()));
     }
     if t.len() >= 6 && t.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Ok(SideSpec::Recorded(t.to_ascii_lowercase()));
+        return Ok(SideSpec::Local(LocalSide::Recorded(t.to_ascii_lowercase())));
     }
     Err(Diagnostic::error(
         codes::DIFF_UNKNOWN_SIDE,
         format!("`{t}` names no diff side"),
     )
-    .with_help(
-        "a side is `workspace`, `materialized`, `delta:<version>`, `delta:<RFC 3339 time>` or a recorded model version (6+ hex digits); Iceberg snapshots, adapter targets and environments are not supported yet",
-    ))
+    .with_help(format!(
+        "a side is `workspace`, `materialized`, `delta:<version>`, `delta:<RFC 3339 time>`, a recorded model version (6+ hex digits) or `ref:<reference>` (ref:{t} if `{t}` is an environment)"
+    )))
 }
 
 fn unreadable(model: &str, what: &str, e: impl std::fmt::Display) -> Diagnostic {
@@ -169,13 +202,13 @@ async fn side_frame(
     c: &Compilation,
     engine: &LocalEngine,
     index: usize,
-    spec: &SideSpec,
+    spec: &LocalSide,
 ) -> Result<(DataFrame, String), Diagnostic> {
     let m = &c.models[index];
     let name = m.name.as_str();
     let ctx = engine.session();
     match spec {
-        SideSpec::Workspace => {
+        LocalSide::Workspace => {
             let physical = |t: &Target| match t {
                 Target::Model(i) => vec![engine.relation_name(c.models[*i].name.as_str())],
                 Target::Source(s) => vec![s.clone()],
@@ -198,7 +231,7 @@ async fn side_frame(
                 ),
             ))
         }
-        SideSpec::Materialized => match m.materialization {
+        LocalSide::Materialized => match m.materialization {
             Materialization::Ephemeral => Err(Diagnostic::error(
                 codes::DIFF_UNKNOWN_SIDE,
                 format!("`{name}` is ephemeral: it is never materialised"),
@@ -237,7 +270,7 @@ async fn side_frame(
                 ))
             }
         },
-        SideSpec::Delta(at) => {
+        LocalSide::Delta(at) => {
             let label = match at {
                 DeltaAt::Version(v) => format!("Delta version {v}"),
                 DeltaAt::Timestamp(t) => format!("Delta as of {t}"),
@@ -250,7 +283,7 @@ async fn side_frame(
             };
             Ok((df, description))
         }
-        SideSpec::Recorded(prefix) => {
+        LocalSide::Recorded(prefix) => {
             let versions: Vec<TableVersion> = if engine.has_table(name) {
                 engine
                     .table_versions(name)
@@ -398,12 +431,15 @@ fn short(version: &str) -> &str {
     &version[..version.len().min(12)]
 }
 
-/// Runs `diff` for one model on the local engine.
+/// Runs `diff` for one model of the workspace at `target`: the embedded engine (bound to
+/// `--ref`) is opened only when a side is read by it, the environments only for `ref:<name>`
+/// sides. Returns the report and the warnings of opening them (relations that could not be
+/// registered).
 pub async fn diff_model(
     c: &Compilation,
-    engine: &LocalEngine,
+    target: &CommandTarget<'_>,
     args: DiffArgs,
-) -> Result<DiffReport, Diagnostic> {
+) -> Result<(DiffReport, Vec<Diagnostic>), Diagnostic> {
     let index = c.model_index(&args.model).ok_or_else(|| {
         let names = c.models.iter().map(|m| m.name.as_str());
         Diagnostic::error(
@@ -414,17 +450,67 @@ pub async fn diff_model(
         .with_help("`phlo-transform list` shows every model")
     })?;
     let model = c.models[index].name.as_str().to_string();
-    let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
+    let on_branches = c.workspace.adapter_target(target.adapter)?.kind() == "trino";
+    let base_spec = match args.from.as_deref() {
+        Some(side) => parse_side(side)?,
+        None if on_branches => SideSpec::Reference(target.reference.unwrap_or(MAIN).to_string()),
+        None => SideSpec::Local(LocalSide::Materialized),
+    };
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
-    let (base, base_description) = side_frame(c, engine, index, &base_spec).await?;
-    let (candidate, cand_description) = side_frame(c, engine, index, &cand_spec).await?;
+    let (flag, side) = if base_spec.is_local() {
+        ("--from", args.from.as_deref().unwrap_or("materialized"))
+    } else {
+        ("--to", args.to.as_deref().unwrap_or("workspace"))
+    };
+    if on_branches && (base_spec.is_local() || cand_spec.is_local()) {
+        return Err(Diagnostic::error(
+            codes::DIFF_UNKNOWN_SIDE,
+            format!(
+                "{flag} {side}: the embedded engine reads that side, and this workspace's tables are Iceberg tables on Nessie branches (Trino)"
+            ),
+        )
+        .with_help(format!(
+            "compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"
+        )));
+    }
+    let mut warnings = Vec::new();
+    let local = if base_spec.is_local() || cand_spec.is_local() {
+        let (engine, problems) = target.open_local(c).await?;
+        warnings.extend(problems);
+        Some(engine)
+    } else {
+        None
+    };
+    let envs = if base_spec.is_local() && cand_spec.is_local() {
+        None
+    } else {
+        Some(target.environments().await?)
+    };
+    let (base, base_description) = read_side(
+        c,
+        local.as_ref(),
+        envs.as_ref(),
+        index,
+        &base_spec,
+        &mut warnings,
+    )
+    .await?;
+    let (candidate, cand_description) = read_side(
+        c,
+        local.as_ref(),
+        envs.as_ref(),
+        index,
+        &cand_spec,
+        &mut warnings,
+    )
+    .await?;
     let key = key_for(c, index, &args.key);
     let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
     // enforce, as the materialised side's table does.
     let config = c.config(index);
     let declared = |spec: &SideSpec| match spec {
-        SideSpec::Workspace => config
+        SideSpec::Local(LocalSide::Workspace) => config
             .key
             .value
             .iter()
@@ -433,7 +519,7 @@ pub async fn diff_model(
             .collect(),
         _ => Vec::new(),
     };
-    phlo_transform_diff::diff(DiffRequest {
+    let report = phlo_transform_diff::diff(DiffRequest {
         model,
         base: SideInput {
             description: base_description,
@@ -451,7 +537,32 @@ pub async fn diff_model(
         policy,
         output: args.output,
     })
-    .await
+    .await?;
+    Ok((report, warnings))
+}
+
+/// One side as a frame and its description: a reference through the environments, any
+/// other side through the embedded engine (each opened by `diff_model` when a side needs it).
+async fn read_side(
+    c: &Compilation,
+    local: Option<&LocalEngine>,
+    envs: Option<&Environments>,
+    index: usize,
+    spec: &SideSpec,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<(DataFrame, String), Diagnostic> {
+    match spec {
+        SideSpec::Reference(name) => {
+            let envs = envs.expect("the environments are open for reference sides");
+            let (read, problems) = envs.read_model(c, index, name).await?;
+            warnings.extend(problems);
+            Ok((read.frame, read.description))
+        }
+        SideSpec::Local(side) => {
+            let engine = local.expect("the embedded engine is open for its sides");
+            side_frame(c, engine, index, side).await
+        }
+    }
 }
 
 #[cfg(test)]
@@ -460,21 +571,37 @@ mod tests {
 
     #[test]
     fn sides_parse() {
-        assert_eq!(parse_side("workspace").unwrap(), SideSpec::Workspace);
-        assert_eq!(parse_side("materialized").unwrap(), SideSpec::Materialized);
+        let local = |side| Ok(SideSpec::Local(side));
+        assert_eq!(parse_side("workspace"), local(LocalSide::Workspace));
+        assert_eq!(parse_side("materialized"), local(LocalSide::Materialized));
         assert_eq!(
-            parse_side("delta:3").unwrap(),
-            SideSpec::Delta(DeltaAt::Version(3))
+            parse_side("delta:3"),
+            local(LocalSide::Delta(DeltaAt::Version(3)))
         );
         assert_eq!(
-            parse_side("delta:2026-11-30T20:00:00Z").unwrap(),
-            SideSpec::Delta(DeltaAt::Timestamp("2026-11-30T20:00:00Z".into()))
+            parse_side("delta:2026-11-30T20:00:00Z"),
+            local(LocalSide::Delta(DeltaAt::Timestamp(
+                "2026-11-30T20:00:00Z".into()
+            )))
         );
         assert_eq!(
-            parse_side("ABCDEF12").unwrap(),
-            SideSpec::Recorded("abcdef12".into())
+            parse_side("ABCDEF12"),
+            local(LocalSide::Recorded("abcdef12".into()))
         );
-        for bad in ["delta:yesterday", "main", "abc", "delta:-1"] {
+        assert_eq!(parse_side("ref:dev"), Ok(SideSpec::Reference("dev".into())));
+        let main = parse_side("main").unwrap_err();
+        assert!(
+            main.help.as_deref().unwrap_or("").contains("ref:main"),
+            "{main:?}"
+        );
+        for bad in [
+            "delta:yesterday",
+            "main",
+            "abc",
+            "delta:-1",
+            "ref:",
+            "ref: ",
+        ] {
             assert_eq!(
                 parse_side(bad).unwrap_err().code,
                 codes::DIFF_UNKNOWN_SIDE,

@@ -1,5 +1,6 @@
-//! The two sides of a branch diff ([`super::branch_diff`]) as read: each dataset a reference
-//! points at, as a DataFusion frame with its row count and Arrow schema.
+//! The datasets a reference points at, as read by a branch diff ([`super::branch_diff`]) and
+//! by a `ref:<name>` side of `diff <model>` ([`crate::diff`]): each a DataFusion frame with its
+//! row count and Arrow schema.
 //!
 //! - On the embedded engine a side is the local engine bound to the reference: a table at
 //!   the Delta version the reference reads, or a view.
@@ -25,7 +26,7 @@ use super::{local_default_schema, Environments};
 use crate::diff::delta_frame;
 
 /// One side of one dataset as read: its frame, row count and schema.
-pub(super) struct Read {
+pub(crate) struct Read {
     pub frame: DataFrame,
     /// `None` for a view.
     pub rows: Option<u64>,
@@ -154,5 +155,33 @@ impl Environments {
             Side::Local(Box::new(engine)),
             phlo_transform_adapter::unreadable_relations(problems),
         ))
+    }
+
+    /// Model `index`'s dataset as reference `name` points at it (on branches, at the head
+    /// Nessie has now), and the relations the side could not register. D001 when the
+    /// reference has no dataset of the model.
+    pub(crate) async fn read_model(
+        &self,
+        c: &Compilation,
+        index: usize,
+        name: &str,
+    ) -> Result<(Read, Vec<Diagnostic>), Diagnostic> {
+        let reference = self.get(name).await?;
+        let model = &c.models[index];
+        let pointer = reference.pointers.get(&model.id).ok_or_else(|| {
+            Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!(
+                    "reference `{name}` has no dataset of `{}`",
+                    model.name.as_str()
+                ),
+            )
+            .with_help(format!(
+                "`phlo-transform run --ref {name} -s {}` builds it there",
+                model.name.as_str()
+            ))
+        })?;
+        let (side, problems) = self.open_side(c, &reference).await?;
+        Ok((side.read(name, pointer).await?, problems))
     }
 }
