@@ -421,6 +421,7 @@ fn bad_input_gets_coded_errors() {
         (vec!["diff", "lab.results", "--from", "abcdef99"], "D001"),
         (vec!["diff", "lab.results", "--from", "ref:"], "D001"),
         (vec!["diff", "lab.results", "--to", "ref:nope"], "Y007"),
+        (vec!["diff", "lab.results", "--from", "iceberg:5"], "D001"),
         (vec!["diff", "lab.results", "--key", "site,nope"], "D002"),
         (vec!["diff", "lab.results", "--strategy", "fastest"], "D006"),
     ] {

@@ -588,6 +588,63 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
             "{description}"
         );
     }
+    // Iceberg time travel: dev's table was replaced on dev, and its history keeps the snapshot
+    // main still reads, so that snapshot as the base finds the same rows.
+    let main_snapshot = one["base"]["description"]
+        .as_str()
+        .unwrap()
+        .split("Iceberg snapshot ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_string();
+    let from = format!("iceberg:{main_snapshot}");
+    let travelled = ok(
+        root,
+        &[
+            "diff",
+            "assay.results",
+            "--ref",
+            &dev,
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--full",
+            "--json",
+        ],
+    );
+    common::assert_results_records(&travelled);
+    let base = travelled["base"]["description"].as_str().unwrap();
+    assert!(
+        base.starts_with(&format!(
+            "assay.results in `{dev}` (Iceberg snapshot {main_snapshot} "
+        )),
+        "{base}"
+    );
+    // A snapshot the table does not have: D001, listing the snapshots it has.
+    let missing = run(
+        root,
+        &[
+            "diff",
+            "assay.results",
+            "--from",
+            "iceberg:1",
+            "--to",
+            &to,
+            "--json",
+        ],
+    );
+    assert_eq!(missing.code, 2, "{}", missing.stdout);
+    let missing = missing.json();
+    assert_eq!(missing["diagnostics"][0]["code"], "D001", "{missing}");
+    assert!(
+        missing["diagnostics"][0]["help"]
+            .as_str()
+            .unwrap()
+            .contains(&main_snapshot),
+        "{missing}"
+    );
     // Sides the embedded engine reads are refused on Trino, with the form that works.
     let local = run(root, &["diff", "assay.results", "--json"]);
     assert_eq!(local.code, 2, "{}", local.stdout);

@@ -19,7 +19,8 @@ pub struct DiffCliArgs {
     pub model: Option<String>,
     /// Base side: `materialized` (default; on Trino + Nessie `ref:<--ref, else main>`),
     /// `workspace`, `delta:<version>`, `delta:<RFC 3339 time>`, a recorded model version (6+
-    /// hex digits) or `ref:<reference>`; without a model, the base reference.
+    /// hex digits), `ref:<reference>` or `iceberg:<snapshot id>` (Trino + Nessie); without a
+    /// model, the base reference.
     #[arg(long, value_name = "SIDE")]
     pub from: Option<String>,
     /// Candidate side (default `workspace`: the model's current SQL, run by the local engine

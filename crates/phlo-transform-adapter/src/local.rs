@@ -271,9 +271,9 @@ impl LocalEngine {
                 self.register(name, provider)
             }
             SourceFormat::Iceberg => {
-                let provider = open_iceberg_provider(path, name, None)
+                let provider = open_iceberg_provider(path, name, None, None)
                     .await
-                    .map_err(unavailable)?;
+                    .map_err(|e| unavailable(e.to_string()))?;
                 self.register(name, provider)
             }
             // Schema-only: there is no data; models over it fail with "table not found".
@@ -410,8 +410,29 @@ async fn count_rows_of(
         .map_err(|e| crate::cause::datafusion_error(&e))
 }
 
-/// An Iceberg table read at its current snapshot with the table's current schema; with
-/// `local_root`, its `local://` files (Trino's native local file system) are read there.
+/// Why an Iceberg table could not be opened.
+pub(crate) enum IcebergOpenError {
+    Unreadable(String),
+    /// The snapshot asked for is not in the table's metadata; its snapshots, newest first,
+    /// as (id, commit time in ms).
+    NoSnapshot {
+        id: i64,
+        snapshots: Vec<(i64, i64)>,
+    },
+}
+
+impl std::fmt::Display for IcebergOpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IcebergOpenError::Unreadable(e) => f.write_str(e),
+            IcebergOpenError::NoSnapshot { id, .. } => write!(f, "it has no snapshot {id}"),
+        }
+    }
+}
+
+/// An Iceberg table read at `snapshot` with that snapshot's schema, or (`None`) at its
+/// current snapshot with the table's current schema; with `local_root`, its `local://`
+/// files (Trino's native local file system) are read there.
 ///
 /// iceberg 0.10 reads data files with the schema of the snapshot that wrote them while the
 /// provider declares the current schema, so a column added without new data breaks every
@@ -422,15 +443,20 @@ pub(crate) async fn open_iceberg_provider(
     metadata: &Path,
     name: &str,
     local_root: Option<&Path>,
-) -> Result<Arc<dyn TableProvider>, String> {
+    snapshot: Option<i64>,
+) -> Result<Arc<dyn TableProvider>, IcebergOpenError> {
     use iceberg::io::FileIO;
     use iceberg::spec::TableMetadata;
     use iceberg::table::Table;
     use iceberg::{Runtime, TableIdent};
-    let absolute = metadata.canonicalize().map_err(|e| e.to_string())?;
-    let text = std::fs::read_to_string(&absolute).map_err(|e| e.to_string())?;
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    use iceberg_datafusion::IcebergStaticTableProvider;
+    let unreadable = |e: String| IcebergOpenError::Unreadable(e);
+    let absolute = metadata
+        .canonicalize()
+        .map_err(|e| unreadable(e.to_string()))?;
+    let text = std::fs::read_to_string(&absolute).map_err(|e| unreadable(e.to_string()))?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| unreadable(format!("invalid metadata.json: {e}")))?;
     let current_schema = doc.get("current-schema-id").cloned();
     let current_snapshot = doc.get("current-snapshot-id").cloned();
     if let (Some(schema), Some(snapshot), Some(snapshots)) = (
@@ -445,23 +471,33 @@ pub(crate) async fn open_iceberg_provider(
             s["schema-id"] = schema.clone();
         }
     }
-    let md: TableMetadata =
-        serde_json::from_value(doc).map_err(|e| format!("invalid metadata.json: {e}"))?;
+    let md: TableMetadata = serde_json::from_value(doc)
+        .map_err(|e| unreadable(format!("invalid metadata.json: {e}")))?;
+    if let Some(id) = snapshot.filter(|id| md.snapshot_by_id(*id).is_none()) {
+        let mut snapshots: Vec<(i64, i64)> = md
+            .snapshots()
+            .map(|s| (s.snapshot_id(), s.timestamp_ms()))
+            .collect();
+        snapshots.sort_by_key(|(_, at)| std::cmp::Reverse(*at));
+        return Err(IcebergOpenError::NoSnapshot { id, snapshots });
+    }
     let table = Table::builder()
         .metadata(md)
         .metadata_location(format!("file://{}", absolute.display()))
-        .identifier(TableIdent::from_strs(name.split('.')).map_err(|e| e.to_string())?)
+        .identifier(TableIdent::from_strs(name.split('.')).map_err(|e| unreadable(e.to_string()))?)
         .file_io(match local_root {
             Some(root) => crate::local_root_io::file_io(root),
             None => FileIO::new_with_fs(),
         })
-        .runtime(Runtime::try_current().map_err(|e| e.to_string())?)
+        .runtime(Runtime::try_current().map_err(|e| unreadable(e.to_string()))?)
         .readonly(true)
         .build()
-        .map_err(|e| e.to_string())?;
-    let provider = iceberg_datafusion::IcebergStaticTableProvider::try_new_from_table(table)
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| unreadable(e.to_string()))?;
+    let provider = match snapshot {
+        None => IcebergStaticTableProvider::try_new_from_table(table).await,
+        Some(id) => IcebergStaticTableProvider::try_new_from_table_snapshot(table, id).await,
+    }
+    .map_err(|e| unreadable(e.to_string()))?;
     Ok(Arc::new(provider))
 }
 

@@ -12,6 +12,8 @@
 //!   commit recorded that model version (`phlo.model_version`).
 //! - `ref:<name>`: the model's dataset as reference `name` points at it — on the embedded
 //!   engine a Delta version, on Trino + Nessie the Iceberg snapshot at the branch's head.
+//! - `iceberg:<snapshot id>` (Trino + Nessie): that snapshot of the model's Iceberg table as
+//!   the `--ref` branch (else main) has it at its head (Iceberg time travel).
 //!
 //! The other sides are read by the embedded engine. On a Trino + Nessie target its tables
 //! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
@@ -57,6 +59,8 @@ enum SideSpec {
     Local(LocalSide),
     /// `ref:<name>`: what the reference points at.
     Reference(String),
+    /// `iceberg:<snapshot id>`: a snapshot of the model's table on the `--ref` branch.
+    Snapshot(i64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +74,13 @@ enum LocalSide {
 impl SideSpec {
     fn is_local(&self) -> bool {
         matches!(self, SideSpec::Local(_))
+    }
+
+    fn snapshot(&self) -> Option<i64> {
+        match self {
+            SideSpec::Snapshot(id) => Some(*id),
+            _ => None,
+        }
     }
 }
 
@@ -106,6 +117,15 @@ fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
         }
         return Ok(SideSpec::Reference(name.trim().to_string()));
     }
+    if let Some(id) = t.strip_prefix("iceberg:") {
+        return id.parse::<i64>().map(SideSpec::Snapshot).map_err(|_| {
+            Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("`{t}` names no Iceberg snapshot"),
+            )
+            .with_help("write iceberg:<snapshot id>, a number the table's metadata lists")
+        });
+    }
     if t.len() >= 6 && t.chars().all(|c| c.is_ascii_hexdigit()) {
         return Ok(SideSpec::Local(LocalSide::Recorded(t.to_ascii_lowercase())));
     }
@@ -114,7 +134,7 @@ fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
         format!("`{t}` names no diff side"),
     )
     .with_help(format!(
-        "a side is `workspace`, `materialized`, `delta:<version>`, `delta:<RFC 3339 time>`, a recorded model version (6+ hex digits) or `ref:<reference>` (ref:{t} if `{t}` is an environment)"
+        "a side is `workspace`, `materialized`, `delta:<version>`, `delta:<RFC 3339 time>`, a recorded model version (6+ hex digits), `ref:<reference>` (ref:{t} if `{t}` is an environment) or `iceberg:<snapshot id>`"
     )))
 }
 
@@ -473,6 +493,13 @@ pub async fn diff_model(
             "compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"
         )));
     }
+    if let (false, Some(id)) = (on_branches, base_spec.snapshot().or(cand_spec.snapshot())) {
+        return Err(Diagnostic::error(
+            codes::DIFF_UNKNOWN_SIDE,
+            format!("iceberg:{id}: `{model}` is a Delta table of the embedded engine, not an Iceberg table"),
+        )
+        .with_help("name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead"));
+    }
     let mut warnings = Vec::new();
     let local = if base_spec.is_local() || cand_spec.is_local() {
         let (engine, problems) = target.open_local(c).await?;
@@ -486,24 +513,13 @@ pub async fn diff_model(
     } else {
         Some(target.environments().await?)
     };
-    let (base, base_description) = read_side(
-        c,
-        local.as_ref(),
-        envs.as_ref(),
-        index,
-        &base_spec,
-        &mut warnings,
-    )
-    .await?;
-    let (candidate, cand_description) = read_side(
-        c,
-        local.as_ref(),
-        envs.as_ref(),
-        index,
-        &cand_spec,
-        &mut warnings,
-    )
-    .await?;
+    let opened = Opened {
+        local: local.as_ref(),
+        envs: envs.as_ref(),
+        reference: target.reference.unwrap_or(MAIN),
+    };
+    let (base, base_description) = opened.read(c, index, &base_spec, &mut warnings).await?;
+    let (candidate, cand_description) = opened.read(c, index, &cand_spec, &mut warnings).await?;
     let key = key_for(c, index, &args.key);
     let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
@@ -541,27 +557,37 @@ pub async fn diff_model(
     Ok((report, warnings))
 }
 
-/// One side as a frame and its description: a reference through the environments, any
-/// other side through the embedded engine (each opened by `diff_model` when a side needs it).
-async fn read_side(
-    c: &Compilation,
-    local: Option<&LocalEngine>,
-    envs: Option<&Environments>,
-    index: usize,
-    spec: &SideSpec,
-    warnings: &mut Vec<Diagnostic>,
-) -> Result<(DataFrame, String), Diagnostic> {
-    match spec {
-        SideSpec::Reference(name) => {
-            let envs = envs.expect("the environments are open for reference sides");
-            let (read, problems) = envs.read_model(c, index, name).await?;
-            warnings.extend(problems);
-            Ok((read.frame, read.description))
-        }
-        SideSpec::Local(side) => {
-            let engine = local.expect("the embedded engine is open for its sides");
-            side_frame(c, engine, index, side).await
-        }
+/// What `diff_model` opened to read its sides: the embedded engine for its sides, the
+/// environments for references and snapshots, and the reference `--ref` names (else main).
+struct Opened<'a> {
+    local: Option<&'a LocalEngine>,
+    envs: Option<&'a Environments>,
+    reference: &'a str,
+}
+
+impl Opened<'_> {
+    /// One side as a frame and its description.
+    async fn read(
+        &self,
+        c: &Compilation,
+        index: usize,
+        spec: &SideSpec,
+        warnings: &mut Vec<Diagnostic>,
+    ) -> Result<(DataFrame, String), Diagnostic> {
+        let (name, snapshot) = match spec {
+            SideSpec::Local(side) => {
+                let engine = self
+                    .local
+                    .expect("the embedded engine is open for its sides");
+                return side_frame(c, engine, index, side).await;
+            }
+            SideSpec::Reference(name) => (name.as_str(), None),
+            SideSpec::Snapshot(id) => (self.reference, Some(*id)),
+        };
+        let envs = self.envs.expect("the environments are open for references");
+        let (read, problems) = envs.read_model(c, index, name, snapshot).await?;
+        warnings.extend(problems);
+        Ok((read.frame, read.description))
     }
 }
 
@@ -589,6 +615,10 @@ mod tests {
             local(LocalSide::Recorded("abcdef12".into()))
         );
         assert_eq!(parse_side("ref:dev"), Ok(SideSpec::Reference("dev".into())));
+        assert_eq!(
+            parse_side("iceberg:6871533305516185234"),
+            Ok(SideSpec::Snapshot(6871533305516185234))
+        );
         let main = parse_side("main").unwrap_err();
         assert!(
             main.help.as_deref().unwrap_or("").contains("ref:main"),
@@ -601,6 +631,8 @@ mod tests {
             "delta:-1",
             "ref:",
             "ref: ",
+            "iceberg:",
+            "iceberg:latest",
         ] {
             assert_eq!(
                 parse_side(bad).unwrap_err().code,

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use super::client::{Trino, TrinoConfig};
 use super::TrinoSettings;
+use crate::local::IcebergOpenError;
 use crate::AdapterError;
 
 /// The published reference's name.
@@ -49,9 +50,8 @@ pub struct BranchTable {
     /// The Nessie key (`schema.table`).
     pub key: String,
     pub provider: Arc<dyn TableProvider>,
+    /// The snapshot read.
     pub snapshot_id: i64,
-    /// `iceberg:snapshot:<id>,schema:<id>`, as the adapter records it.
-    pub identity: String,
 }
 
 /// Why a publish or rollback did not move the branch.
@@ -360,12 +360,14 @@ impl Branches {
 
     /// Model `model_name`'s table on reference `name` at commit `hash`, read from its Iceberg
     /// metadata (found through Nessie's contents API at that commit, under `local_root`): a
-    /// provider of its current snapshot and its identity. `None` when no table is there.
+    /// provider of `snapshot`, else of its current snapshot. `None` when no table is there;
+    /// D001 (with the table's snapshots) when it has no such snapshot.
     pub async fn table_at(
         &self,
         name: &str,
         hash: &str,
         model_name: &str,
+        snapshot: Option<i64>,
     ) -> Result<Option<BranchTable>, AdapterError> {
         let branch = self.branch_of(name);
         let key = self.key_of(model_name);
@@ -378,29 +380,52 @@ impl Branches {
         let Some(Content::IcebergTable {
             metadata_location,
             snapshot_id,
-            schema_id,
             ..
         }) = content
         else {
             return Ok(None);
         };
+        let table = format!("table `{key}` on `{branch}` at {hash}");
         let unreadable = |e: String| {
             AdapterError::new(
                 codes::RELATION_UNAVAILABLE,
-                format!("table `{key}` on `{branch}` at {hash} ({metadata_location}): {e}"),
+                format!("{table} ({metadata_location}): {e}"),
             )
         };
         let path = local_path(&metadata_location, self.settings.local_root.as_deref())
             .map_err(|e| unreadable(e.to_string()))?;
-        let provider =
-            crate::local::open_iceberg_provider(&path, &key, self.settings.local_root.as_deref())
-                .await
-                .map_err(unreadable)?;
+        let provider = crate::local::open_iceberg_provider(
+            &path,
+            &key,
+            self.settings.local_root.as_deref(),
+            snapshot,
+        )
+        .await
+        .map_err(|e| match e {
+            IcebergOpenError::NoSnapshot { id, snapshots } => AdapterError::new(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("{table} has no snapshot {id}"),
+            )
+            .with_help(format!(
+                "its snapshots, newest first: {}",
+                snapshots
+                    .iter()
+                    .take(5)
+                    .map(
+                        |(id, at)| match chrono::DateTime::from_timestamp_millis(*at) {
+                            Some(at) => format!("{id} ({})", at.to_rfc3339()),
+                            None => id.to_string(),
+                        }
+                    )
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            IcebergOpenError::Unreadable(e) => unreadable(e),
+        })?;
         Ok(Some(BranchTable {
             key,
             provider,
-            snapshot_id,
-            identity: super::identity::iceberg_identity(Some(snapshot_id), schema_id),
+            snapshot_id: snapshot.unwrap_or(snapshot_id),
         }))
     }
 

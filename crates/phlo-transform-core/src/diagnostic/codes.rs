@@ -522,9 +522,9 @@ codes! {
     }
     // DIFF
     DIFF_UNKNOWN_SIDE = "D001" {
-        summary: "A diff side names no recorded version, Delta version, timestamp or reference that exists, or one the target cannot read.",
-        help: "Write delta:3, delta:2026-11-30T20:00:00Z, a version `state model` lists, or ref:<reference>.",
-        explanation: "Each side of `diff` is a model's current table, a recorded version, a time-travel point or an environment's dataset (`ref:<name>`); on Trino + Nessie only references.",
+        summary: "A diff side names no recorded version, Delta version, timestamp, reference or Iceberg snapshot that exists, or one the target cannot read.",
+        help: "Write delta:3, delta:2026-11-30T20:00:00Z, a version `state model` lists, ref:<reference> or (Trino + Nessie) iceberg:<snapshot id>.",
+        explanation: "Each side of `diff` is a model's current table, a recorded version, a time-travel point or an environment's dataset (`ref:<name>`); on Trino + Nessie only references and Iceberg snapshots (`iceberg:<id>`).",
     }
     DIFF_KEY_MISSING = "D002" {
         summary: "A key (or mapped) column is missing on one side.",

@@ -220,7 +220,7 @@ impl Environments {
             let (b, t) = (base.pointers.get(id), candidate.pointers.get(id));
             let status = status(b, t, changed.as_ref());
             let from_side = match b {
-                Some(p) => Some(base_side.read(from, p).await?),
+                Some(p) => Some(base_side.read(from, p, None).await?),
                 None => None,
             };
             let to_side = match (t, status, &from_side) {
@@ -231,7 +231,7 @@ impl Environments {
                     schema: same.schema.clone(),
                     description: same.description.clone(),
                 }),
-                (Some(p), _, _) => Some(cand_side.read(to, p).await?),
+                (Some(p), _, _) => Some(cand_side.read(to, p, None).await?),
                 (None, _, _) => None,
             };
             let empty = datafusion::arrow::datatypes::Schema::empty();

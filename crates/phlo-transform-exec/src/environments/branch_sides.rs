@@ -76,9 +76,22 @@ async fn counted(
 }
 
 impl Side {
-    /// The dataset `p` of `reference` as this side reads it.
-    pub(super) async fn read(&self, reference: &str, p: &Pointer) -> Result<Read, Diagnostic> {
+    /// The dataset `p` of `reference` as this side reads it; on a branch, at Iceberg
+    /// `snapshot` when given (D001 elsewhere: the embedded engine's tables are Delta tables).
+    pub(super) async fn read(
+        &self,
+        reference: &str,
+        p: &Pointer,
+        snapshot: Option<i64>,
+    ) -> Result<Read, Diagnostic> {
         let name = p.model_name.as_str();
+        if let (Side::Local(_), Some(id)) = (self, snapshot) {
+            return Err(Diagnostic::error(
+                codes::DIFF_UNKNOWN_SIDE,
+                format!("iceberg:{id}: `{name}` is a Delta table of the embedded engine, not an Iceberg table"),
+            )
+            .with_help("name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead"));
+        }
         match self {
             Side::Local(engine) if p.kind == "view" => {
                 let frame = engine
@@ -109,9 +122,13 @@ impl Side {
             } => {
                 let branch = branches.branch_of(reference);
                 let table = branches
-                    .table_at(reference, hash, name)
+                    .table_at(reference, hash, name, snapshot)
                     .await
-                    .map_err(|e| unreadable(name, reference, e.message))?
+                    .map_err(|e| match e.code {
+                        codes::DIFF_UNKNOWN_SIDE => Diagnostic::error(e.code, e.message)
+                            .with_help(e.help.unwrap_or_default()),
+                        _ => unreadable(name, reference, e.message),
+                    })?
                     .ok_or_else(|| {
                         unreadable(
                             name,
@@ -158,13 +175,14 @@ impl Environments {
     }
 
     /// Model `index`'s dataset as reference `name` points at it (on branches, at the head
-    /// Nessie has now), and the relations the side could not register. D001 when the
-    /// reference has no dataset of the model.
+    /// Nessie has now; at Iceberg `snapshot` of its table when given), and the relations the
+    /// side could not register. D001 when the reference has no dataset of the model.
     pub(crate) async fn read_model(
         &self,
         c: &Compilation,
         index: usize,
         name: &str,
+        snapshot: Option<i64>,
     ) -> Result<(Read, Vec<Diagnostic>), Diagnostic> {
         let reference = self.get(name).await?;
         let model = &c.models[index];
@@ -182,6 +200,6 @@ impl Environments {
             ))
         })?;
         let (side, problems) = self.open_side(c, &reference).await?;
-        Ok((side.read(name, pointer).await?, problems))
+        Ok((side.read(name, pointer, snapshot).await?, problems))
     }
 }
