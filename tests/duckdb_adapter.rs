@@ -155,6 +155,14 @@ fn realistic_workspace_on_duckdb_equals_the_local_engine() {
 }
 
 #[test]
+fn diff_reads_the_model_and_its_table_from_duckdb() {
+    let ws = tempfile::tempdir().unwrap();
+    let report = scenarios::diff_reads_the_warehouse(ws.path(), &DuckDb::in_dir(ws.path()));
+    let candidate = report["candidate"]["description"].as_str().unwrap();
+    assert!(candidate.contains("run by duckdb"), "{candidate}");
+}
+
+#[test]
 fn spec_64_partial_failure_on_duckdb() {
     let ws = tempfile::tempdir().unwrap();
     let report = scenarios::spec64_partial_failure(ws.path(), &DuckDb::in_dir(ws.path()));

@@ -794,3 +794,89 @@ pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
         Some("2".into())
     );
 }
+
+/// The keyed model `x.results` (three rows) and the edit the diff scenario makes to it.
+const DIFF_BASE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as double) as amount\nunion all select 2, 'b', cast(2.5 as double)\nunion all select 3, 'c', cast(3.5 as double)\n";
+/// id 2's amount changed, id 3 removed, id 4 added; id 1 unchanged.
+const DIFF_CANDIDATE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as double) as amount\nunion all select 2, 'b', cast(2.75 as double)\nunion all select 4, 'd', cast(4.5 as double)\n";
+
+/// `diff <model>` on the warehouse: the model's SQL, changed in the workspace and run by the
+/// warehouse, against its relation there, each read through the adapter as Arrow; a view
+/// is read the same way. Returns the changed model's report for engine-specific checks.
+pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde_json::Value {
+    write_file(root, "phlo.toml", &warehouse.adapter_toml());
+    write_file(
+        root,
+        "transforms/x/results.sql",
+        &warehouse.spell(DIFF_BASE),
+    );
+    write_file(
+        root,
+        "transforms/x/totals.sql",
+        "-- @view\nselect name, amount from x.results\n",
+    );
+    ok(&run(root, &["run", "--json"]));
+    // Nothing changed: every row equal.
+    let same = ok(&run(root, &["diff", "x.results", "--json"]));
+    assert_eq!(
+        same["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
+        "{same}"
+    );
+    write_file(
+        root,
+        "transforms/x/results.sql",
+        &warehouse.spell(DIFF_CANDIDATE),
+    );
+    let report = ok(&run(root, &["diff", "x.results", "--json"]));
+    assert_eq!(report["key"], serde_json::json!(["id"]));
+    assert_eq!(
+        report["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
+        "{report}"
+    );
+    assert_eq!(report["changed_values"]["amount"], 1);
+    assert_eq!(report["changed_values"]["name"], 0);
+    assert_eq!(report["samples"]["added"][0]["key"]["id"], 4);
+    assert_eq!(report["samples"]["removed"][0]["key"]["id"], 3);
+    let base = report["base"]["description"].as_str().unwrap();
+    assert!(
+        base.contains(&format!("relation {}", warehouse.relation("x.results"))),
+        "{base}"
+    );
+    // The warehouse was only read: its table still holds the built rows.
+    let built = ok(&run(
+        root,
+        &["diff", "x.results", "--to", "materialized", "--json"],
+    ));
+    assert_eq!(built["records"]["unchanged"], 3, "{built}");
+    // A view is read the same way: its SQL, unchanged, over the built table gives the rows
+    // the view gives (keyless: compared by aggregates, none differing).
+    let view = ok(&run(root, &["diff", "x.totals", "--json"]));
+    assert_eq!(
+        view["rows"],
+        serde_json::json!({"base": 3, "candidate": 3, "delta": 0}),
+        "{view}"
+    );
+    let aggregates = view["aggregates"].as_array().unwrap();
+    assert_eq!(aggregates.len(), 2, "{view}");
+    assert!(
+        aggregates
+            .iter()
+            .all(|a| a["differs"] == serde_json::json!([])),
+        "{view}"
+    );
+    assert_eq!(aggregates[1]["base"]["sum"], 7.5, "{view}");
+    // Versions and references are not sides of a warehouse: D001 with the sides it has.
+    for side in ["delta:0", "ref:main", "iceberg:1"] {
+        let out = run(root, &["diff", "x.results", "--from", side, "--json"]);
+        assert_eq!(out.code, 2, "{side}: {}", out.stdout);
+        let d = &out.json()["diagnostics"][0];
+        assert_eq!(d["code"], "D001", "{side}: {d}");
+        assert!(
+            d["help"].as_str().unwrap().contains("`workspace`"),
+            "{side}: {d}"
+        );
+    }
+    report
+}

@@ -55,6 +55,8 @@ pub mod trino;
 pub mod warehouse;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_project::{Materialization, SourceDecl};
@@ -147,6 +149,25 @@ pub trait Adapter: Send + Sync {
     /// Runs `query` (physical names) and returns the number of rows it produced: data tests
     /// count their violating rows with it.
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError>;
+
+    /// Runs `query` (physical names) and returns its rows as Arrow batches with their schema:
+    /// how `diff` reads a warehouse side. Held in memory whole (a side is read once per
+    /// comparison strategy that needs it). Engines that cannot return rows to phlo-transform
+    /// yet say so (A006).
+    async fn fetch(
+        &self,
+        query: &Query,
+        inflight: &InFlight,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), AdapterError> {
+        let _ = (query, inflight);
+        Err(AdapterError::new(
+            codes::ENGINE_FAILED,
+            format!(
+                "the {} adapter does not return rows to phlo-transform yet",
+                self.name()
+            ),
+        ))
+    }
 
     /// Builds a table from `job.query` in full, replacing any relation at `job.relation`
     /// atomically.

@@ -19,10 +19,14 @@
 //! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
 //! side the embedded engine reads is refused (D001) rather than read from an empty warehouse.
 
-use datafusion::prelude::DataFrame;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::TableReference;
 use phlo_transform_adapter::snapshot::{DeltaAt, TableVersion};
-use phlo_transform_adapter::LocalEngine;
+use phlo_transform_adapter::{Adapter, InFlight, LocalEngine, Purpose};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -32,8 +36,10 @@ use phlo_transform_diff::{
 };
 use phlo_transform_project::{DiffSection, Materialization};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::environments::{Environments, MAIN};
+use crate::jobs::physical_parts;
 use crate::target::CommandTarget;
 
 /// What `diff` was asked.
@@ -74,13 +80,6 @@ enum LocalSide {
 impl SideSpec {
     fn is_local(&self) -> bool {
         matches!(self, SideSpec::Local(_))
-    }
-
-    fn snapshot(&self) -> Option<i64> {
-        match self {
-            SideSpec::Snapshot(id) => Some(*id),
-            _ => None,
-        }
     }
 }
 
@@ -146,6 +145,22 @@ fn unreadable(model: &str, what: &str, e: impl std::fmt::Display) -> Diagnostic 
     .with_help(format!(
         "`phlo-transform run -s {model}` builds the model and its upstream models"
     ))
+}
+
+fn no_executable_sql(model: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::DIFF_UNREADABLE_SIDE,
+        format!("`{model}` has no executable SQL (it, or a model upstream, does not compile)"),
+    )
+    .with_help("`phlo-transform check` shows the errors")
+}
+
+fn ephemeral(model: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::DIFF_UNKNOWN_SIDE,
+        format!("`{model}` is ephemeral: it is never materialised"),
+    )
+    .with_help("diff a model downstream of it, or compare two workspace states with --from/--to")
 }
 
 /// The model's `[model."x".diff]` section (same matching as contracts: full name, a
@@ -233,13 +248,9 @@ async fn side_frame(
                 Target::Model(i) => vec![engine.relation_name(c.models[*i].name.as_str())],
                 Target::Source(s) => vec![s.clone()],
             };
-            let query = c.executable_query(index, &physical).ok_or_else(|| {
-                Diagnostic::error(
-                    codes::DIFF_UNREADABLE_SIDE,
-                    format!("`{name}` has no executable SQL (it, or a model upstream, does not compile)"),
-                )
-                .with_help("`phlo-transform check` shows the errors")
-            })?;
+            let query = c
+                .executable_query(index, &physical)
+                .ok_or_else(|| no_executable_sql(name))?;
             let df = ctx
                 .sql(&query.to_string())
                 .await
@@ -252,13 +263,7 @@ async fn side_frame(
             ))
         }
         LocalSide::Materialized => match m.materialization {
-            Materialization::Ephemeral => Err(Diagnostic::error(
-                codes::DIFF_UNKNOWN_SIDE,
-                format!("`{name}` is ephemeral: it is never materialised"),
-            )
-            .with_help(
-                "diff a model downstream of it, or compare two workspace states with --from/--to",
-            )),
+            Materialization::Ephemeral => Err(ephemeral(name)),
             Materialization::View => {
                 let df = ctx
                     .table(TableReference::bare(engine.relation_name(name)))
@@ -470,51 +475,53 @@ pub async fn diff_model(
         .with_help("`phlo-transform list` shows every model")
     })?;
     let model = c.models[index].name.as_str().to_string();
-    let on_branches = c.workspace.adapter_target(target.adapter)?.kind() == "trino";
+    let kind = c
+        .workspace
+        .adapter_target(target.adapter)?
+        .kind()
+        .to_string();
+    let engine = Engine::of(&kind);
     let base_spec = match args.from.as_deref() {
         Some(side) => parse_side(side)?,
-        None if on_branches => SideSpec::Reference(target.reference.unwrap_or(MAIN).to_string()),
+        None if engine == Engine::Branches => {
+            SideSpec::Reference(target.reference.unwrap_or(MAIN).to_string())
+        }
         None => SideSpec::Local(LocalSide::Materialized),
     };
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
-    let (flag, side) = if base_spec.is_local() {
-        ("--from", args.from.as_deref().unwrap_or("materialized"))
-    } else {
-        ("--to", args.to.as_deref().unwrap_or("workspace"))
-    };
-    if on_branches && (base_spec.is_local() || cand_spec.is_local()) {
-        return Err(Diagnostic::error(
-            codes::DIFF_UNKNOWN_SIDE,
-            format!(
-                "{flag} {side}: the embedded engine reads that side, and this workspace's tables are Iceberg tables on Nessie branches (Trino)"
-            ),
-        )
-        .with_help(format!(
-            "compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"
-        )));
+    for (flag, text, spec) in [
+        ("--from", args.from.as_deref(), &base_spec),
+        ("--to", args.to.as_deref(), &cand_spec),
+    ] {
+        let side = text.map_or(flag.to_string(), |t| format!("{flag} {t}"));
+        engine.accepts(&kind, &model, &side, spec)?;
     }
-    if let (false, Some(id)) = (on_branches, base_spec.snapshot().or(cand_spec.snapshot())) {
-        return Err(Diagnostic::error(
-            codes::DIFF_UNKNOWN_SIDE,
-            format!("iceberg:{id}: `{model}` is a Delta table of the embedded engine, not an Iceberg table"),
-        )
-        .with_help("name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead"));
-    }
+    let any = |f: fn(&SideSpec) -> bool| f(&base_spec) || f(&cand_spec);
     let mut warnings = Vec::new();
-    let local = if base_spec.is_local() || cand_spec.is_local() {
+    let local = if engine == Engine::Embedded && any(SideSpec::is_local) {
         let (engine, problems) = target.open_local(c).await?;
         warnings.extend(problems);
         Some(engine)
     } else {
         None
     };
-    let envs = if base_spec.is_local() && cand_spec.is_local() {
-        None
+    let warehouse = if engine == Engine::Warehouse {
+        let (adapter, problems) = target
+            .open_engine(c, None, Purpose::Run { jobs: 1 })
+            .await?;
+        warnings.extend(problems);
+        Some(adapter)
     } else {
+        None
+    };
+    let envs = if any(|s| !s.is_local()) {
         Some(target.environments().await?)
+    } else {
+        None
     };
     let opened = Opened {
         local: local.as_ref(),
+        warehouse: warehouse.as_deref(),
         envs: envs.as_ref(),
         reference: target.reference.unwrap_or(MAIN),
     };
@@ -557,10 +564,67 @@ pub async fn diff_model(
     Ok((report, warnings))
 }
 
-/// What `diff_model` opened to read its sides: the embedded engine for its sides, the
-/// environments for references and snapshots, and the reference `--ref` names (else main).
+/// Where the workspace's models live, which decides the sides `diff` can read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    /// The embedded engine's Delta tables (and its environments).
+    Embedded,
+    /// Trino + Nessie: Iceberg tables on branches, read from their files.
+    Branches,
+    /// A warehouse (DuckDB, PostgreSQL) read through its adapter: the model's relation and
+    /// its SQL run there.
+    Warehouse,
+}
+
+impl Engine {
+    fn of(kind: &str) -> Engine {
+        match kind {
+            "local" => Engine::Embedded,
+            "trino" => Engine::Branches,
+            _ => Engine::Warehouse,
+        }
+    }
+
+    /// D001 for a side (`side`: the option as given) this engine has no way to read, with
+    /// the sides it has.
+    fn accepts(
+        self,
+        kind: &str,
+        model: &str,
+        side: &str,
+        spec: &SideSpec,
+    ) -> Result<(), Diagnostic> {
+        let refuse = |why: String, help: String| {
+            Err(
+                Diagnostic::error(codes::DIFF_UNKNOWN_SIDE, format!("{side}: {why}"))
+                    .with_help(help),
+            )
+        };
+        match (self, spec) {
+            (Engine::Branches, SideSpec::Local(_)) => refuse(
+                "the embedded engine reads that side, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
+                format!("compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
+            ),
+            (Engine::Embedded, SideSpec::Snapshot(_)) => refuse(
+                format!("`{model}` is a Delta table of the embedded engine, not an Iceberg table"),
+                "name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead".into(),
+            ),
+            (Engine::Warehouse, SideSpec::Local(LocalSide::Workspace | LocalSide::Materialized)) => Ok(()),
+            (Engine::Warehouse, _) => refuse(
+                format!("the {kind} warehouse keeps no versions or environments phlo-transform can read"),
+                format!("on {kind} a side is `workspace` (the model's SQL, run there) or `materialized` (its relation)"),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What `diff_model` opened to read its sides: the embedded engine or the warehouse's
+/// adapter for the model's own sides, the environments for references and snapshots, and
+/// the reference `--ref` names (else main).
 struct Opened<'a> {
     local: Option<&'a LocalEngine>,
+    warehouse: Option<&'a dyn Adapter>,
     envs: Option<&'a Environments>,
     reference: &'a str,
 }
@@ -576,10 +640,13 @@ impl Opened<'_> {
     ) -> Result<(DataFrame, String), Diagnostic> {
         let (name, snapshot) = match spec {
             SideSpec::Local(side) => {
-                let engine = self
-                    .local
-                    .expect("the embedded engine is open for its sides");
-                return side_frame(c, engine, index, side).await;
+                return match (self.warehouse, self.local) {
+                    (Some(adapter), _) => warehouse_frame(c, adapter, index, side).await,
+                    (None, Some(engine)) => side_frame(c, engine, index, side).await,
+                    (None, None) => {
+                        unreachable!("diff_model opens an engine for the model's sides")
+                    }
+                };
             }
             SideSpec::Reference(name) => (name.as_str(), None),
             SideSpec::Snapshot(id) => (self.reference, Some(*id)),
@@ -589,6 +656,56 @@ impl Opened<'_> {
         warnings.extend(problems);
         Ok((read.frame, read.description))
     }
+}
+
+/// The model's `workspace` or `materialized` side in a warehouse, through its adapter: the
+/// model's SQL (physical names, printed as the adapter prints it) or `SELECT *` of its
+/// relation, fetched as Arrow batches into a table in memory.
+async fn warehouse_frame(
+    c: &Compilation,
+    adapter: &dyn Adapter,
+    index: usize,
+    side: &LocalSide,
+) -> Result<(DataFrame, String), Diagnostic> {
+    let m = &c.models[index];
+    let name = m.name.as_str();
+    let kind = adapter.name();
+    let (query, what, description) = match side {
+        LocalSide::Workspace => {
+            let query = c
+                .executable_query(index, &|t| physical_parts(c, adapter, t))
+                .ok_or_else(|| no_executable_sql(name))?;
+            (
+                query,
+                "the workspace definition",
+                format!("{name} as the workspace defines it, run by {kind} over the materialised upstream relations"),
+            )
+        }
+        _ if m.materialization == Materialization::Ephemeral => return Err(ephemeral(name)),
+        _ => {
+            let relation = adapter.model_relation(name);
+            let sql = format!("SELECT * FROM {}", relation.quoted());
+            let query = match Parser::parse_sql(&GenericDialect {}, &sql).map(|mut s| s.pop()) {
+                Ok(Some(Statement::Query(query))) => *query,
+                _ => unreachable!("`{sql}` parses as a query"),
+            };
+            (
+                query,
+                "the materialised relation",
+                format!("{name} as last materialised ({kind} relation {relation})"),
+            )
+        }
+    };
+    let (schema, batches) = adapter
+        .fetch(&query, &InFlight::default())
+        .await
+        .map_err(|e| unreadable(name, what, e.message))?;
+    let table = MemTable::try_new(schema, vec![batches])
+        .map_err(|e| unreadable(name, what, e.strip_backtrace()))?;
+    let frame = SessionContext::new()
+        .read_table(Arc::new(table))
+        .map_err(|e| unreadable(name, what, e.strip_backtrace()))?;
+    Ok((frame, description))
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! what `cancel` calls.
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::Query;
 use duckdb::{Connection, InterruptHandle};
 use phlo_transform_core::diagnostic::codes;
@@ -373,6 +375,21 @@ impl Adapter for DuckDbEngine {
             conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
                 .map(|n| n as u64)
                 .map_err(|e| failed(e, &sql))
+        })
+        .await
+    }
+
+    async fn fetch(
+        &self,
+        query: &Query,
+        inflight: &InFlight,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), AdapterError> {
+        let sql = query.to_string();
+        self.on_connection(inflight, move |conn| {
+            let mut statement = conn.prepare(&sql).map_err(|e| failed(e, &sql))?;
+            let rows = statement.query_arrow([]).map_err(|e| failed(e, &sql))?;
+            let schema = rows.get_schema();
+            Ok((schema, rows.collect()))
         })
         .await
     }
