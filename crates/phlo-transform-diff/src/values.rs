@@ -1,7 +1,10 @@
 //! Arrow values as JSON, for samples: numbers and booleans as JSON scalars, NULL as null,
-//! everything else as DataFusion prints it.
+//! everything else as Arrow prints it (decimals `4.25`, dates `2024-01-05`, timestamps
+//! `2024-01-05T09:00:00`; DataFusion's `ScalarValue` prints a decimal as `Some(425),38,2` and a
+//! timestamp as its integer).
 
 use datafusion::arrow::array::{Array, ArrayRef};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::scalar::ScalarValue;
 use serde_json::{Map, Value};
 
@@ -27,7 +30,11 @@ pub fn value(array: &ArrayRef, row: usize) -> Value {
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
         | ScalarValue::Utf8View(Some(s)) => Value::String(s),
-        other => Value::String(scalar_text(&other)),
+        other => Value::String(
+            ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|_| scalar_text(&other)),
+        ),
     }
 }
 
@@ -49,4 +56,28 @@ pub fn object<'a>(columns: impl IntoIterator<Item = (&'a str, &'a ArrayRef)>, ro
         map.insert(name.to_string(), value(array, row));
     }
     Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Date32Array, Decimal128Array, TimestampMicrosecondArray};
+    use std::sync::Arc;
+
+    /// Decimals, dates and timestamps read as people write them, not as DataFusion's
+    /// `ScalarValue` debug-prints them.
+    #[test]
+    fn decimals_dates_and_timestamps_print_as_written() {
+        let decimal: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![425, -5])
+                .with_precision_and_scale(38, 2)
+                .unwrap(),
+        );
+        assert_eq!(value(&decimal, 0), Value::String("4.25".into()));
+        assert_eq!(value(&decimal, 1), Value::String("-0.05".into()));
+        let date: ArrayRef = Arc::new(Date32Array::from(vec![19727]));
+        assert_eq!(value(&date, 0), Value::String("2024-01-05".into()));
+        let at: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![1_704_445_200_000_000]));
+        assert_eq!(value(&at, 0), Value::String("2024-01-05T09:00:00".into()));
+    }
 }
