@@ -205,6 +205,15 @@ fn tpch_tables_on_postgres_equal_the_local_engine() {
 /// windows; views and tables) on postgres and on the local engine in its dialect: equal column
 /// types for every model and equal rows for every table.
 #[test]
+fn diff_reads_the_model_and_its_table_from_postgres() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    let report = scenarios::diff_reads_the_warehouse(ws.path(), &pg);
+    let candidate = report["candidate"]["description"].as_str().unwrap();
+    assert!(candidate.contains("run by postgres"), "{candidate}");
+}
+
+#[test]
 fn realistic_workspace_on_postgres_equals_the_local_engine() {
     let dir = tempfile::tempdir().unwrap();
     let found = scenarios::realistic_differences(&Postgres::create(), dir.path(), 40);

@@ -795,10 +795,11 @@ pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
     );
 }
 
-/// The keyed model `x.results` (three rows) and the edit the diff scenario makes to it.
-const DIFF_BASE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as double) as amount\nunion all select 2, 'b', cast(2.5 as double)\nunion all select 3, 'c', cast(3.5 as double)\n";
+/// The keyed model `x.results` (three rows, a column of each kind the adapters read) and
+/// the edit the diff scenario makes to it.
+const DIFF_BASE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.5 as real) as amount, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 3 as id, 'c' as name, cast(3.5 as real) as amount, cast(3.5 as decimal(10,2)) as qty, cast('2024-01-04' as date) as day, cast('2024-01-04 12:00:00' as timestamp) as at, true as ok\n";
 /// id 2's amount changed, id 3 removed, id 4 added; id 1 unchanged.
-const DIFF_CANDIDATE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as double) as amount\nunion all select 2, 'b', cast(2.75 as double)\nunion all select 4, 'd', cast(4.5 as double)\n";
+const DIFF_CANDIDATE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.75 as real) as amount, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 4 as id, 'd' as name, cast(4.5 as real) as amount, cast(4.25 as decimal(10,2)) as qty, cast('2024-01-05' as date) as day, cast('2024-01-05 09:00:00' as timestamp) as at, true as ok\n";
 
 /// `diff <model>` on the warehouse: the model's SQL, changed in the workspace and run by the
 /// warehouse, against its relation there, each read through the adapter as Arrow; a view
@@ -835,8 +836,35 @@ pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde
         serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
         "{report}"
     );
-    assert_eq!(report["changed_values"]["amount"], 1);
-    assert_eq!(report["changed_values"]["name"], 0);
+    for (column, changed) in [
+        ("name", 0),
+        ("amount", 1),
+        ("qty", 0),
+        ("day", 0),
+        ("at", 0),
+        ("ok", 0),
+    ] {
+        assert_eq!(
+            report["changed_values"][column], changed,
+            "{column}: {report}"
+        );
+    }
+    // Both sides read as the same types, nullable (no constraint comes with the rows).
+    assert_eq!(
+        report["schema"]["retyped"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    assert_eq!(
+        report["schema"]["nullability"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    // Sample values print as written, whatever the engine's Arrow types.
+    let added = &report["samples"]["added"][0]["values"];
+    assert_eq!(added["qty"], "4.25", "{added}");
+    assert_eq!(added["day"], "2024-01-05", "{added}");
+    assert_eq!(added["at"], "2024-01-05T09:00:00", "{added}");
     assert_eq!(report["samples"]["added"][0]["key"]["id"], 4);
     assert_eq!(report["samples"]["removed"][0]["key"]["id"], 3);
     let base = report["base"]["description"].as_str().unwrap();

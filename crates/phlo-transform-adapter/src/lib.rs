@@ -151,9 +151,10 @@ pub trait Adapter: Send + Sync {
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError>;
 
     /// Runs `query` (physical names) and returns its rows as Arrow batches with their schema:
-    /// how `diff` reads a warehouse side. Held in memory whole (a side is read once per
-    /// comparison strategy that needs it). Engines that cannot return rows to phlo-transform
-    /// yet say so (A006).
+    /// how `diff` reads a warehouse side (DuckDB, PostgreSQL). Held in memory whole (a side
+    /// is read once per comparison strategy that needs it). The others say they do not
+    /// (A006): `diff` reads the embedded engine's tables as DataFusion frames and Trino's as
+    /// Iceberg files.
     async fn fetch(
         &self,
         query: &Query,

@@ -530,10 +530,11 @@ pub async fn diff_model(
     let key = key_for(c, index, &args.key);
     let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
-    // enforce, as the materialised side's table does.
+    // enforce, as the materialised side's table does. A warehouse's sides are both fetched
+    // as nullable columns (the rows carry no constraints), so neither takes them there.
     let config = c.config(index);
     let declared = |spec: &SideSpec| match spec {
-        SideSpec::Local(LocalSide::Workspace) => config
+        SideSpec::Local(LocalSide::Workspace) if engine == Engine::Embedded => config
             .key
             .value
             .iter()

@@ -9,8 +9,11 @@
 //! `InFlight`, so `cancel` is `pg_cancel_backend(pid)`.
 
 pub(crate) mod errors;
+mod rows;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_project::{IncrementalStrategy, SourceDecl};
@@ -397,6 +400,16 @@ impl Adapter for PostgresEngine {
         let mut conn = self.connection().await?;
         let _tracked = track(&mut conn, inflight).await?;
         self.number(&mut conn, sqlgen::count_rows(query)).await
+    }
+
+    async fn fetch(
+        &self,
+        query: &Query,
+        inflight: &InFlight,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), AdapterError> {
+        let mut conn = self.connection().await?;
+        let _tracked = track(&mut conn, inflight).await?;
+        rows::fetch(&mut conn, &query.to_string()).await
     }
 
     async fn create_table(
