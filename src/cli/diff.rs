@@ -23,9 +23,10 @@ pub struct DiffCliArgs {
     /// model, the base reference.
     #[arg(long, value_name = "SIDE")]
     pub from: Option<String>,
-    /// Candidate side (default `workspace`: the model's current SQL, run by the local engine
-    /// over the materialised upstream relations; nothing is written), or any base side;
-    /// without a model, the candidate reference.
+    /// Candidate side (default `workspace`: the model's current SQL, run where its tables
+    /// live — the embedded engine or the warehouse — over the materialised upstream
+    /// relations; nothing is written), or any base side; without a model, the candidate
+    /// reference.
     #[arg(long, value_name = "SIDE")]
     pub to: Option<String>,
     /// Key columns (default: the model's @key, else the plan's grain).
@@ -150,11 +151,11 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Ok(i) => library_args.model = c.models[i].name.to_string(),
         Err(d) => return out.fail([d]),
     }
-    let report = match diff_model(c, &paths.target(), library_args).await {
-        Ok((report, warnings)) => {
-            out.diagnostics(warnings);
-            report
-        }
+    let mut warnings = Vec::new();
+    let report = diff_model(c, &paths.target(), library_args, &mut warnings).await;
+    out.diagnostics(warnings);
+    let report = match report {
+        Ok(report) => report,
         Err(d) => return out.fail([d]),
     };
     out.diagnostics(report.warnings.iter().cloned());

@@ -795,11 +795,12 @@ pub fn a_source_dropped_behind_our_back_fails_and_the_next_run_repairs(
     );
 }
 
-/// The keyed model `x.results` (three rows, a column of each kind the adapters read) and
-/// the edit the diff scenario makes to it.
-const DIFF_BASE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.5 as real) as amount, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 3 as id, 'c' as name, cast(3.5 as real) as amount, cast(3.5 as decimal(10,2)) as qty, cast('2024-01-04' as date) as day, cast('2024-01-04 12:00:00' as timestamp) as at, true as ok\n";
-/// id 2's amount changed, id 3 removed, id 4 added; id 1 unchanged.
-const DIFF_CANDIDATE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.75 as real) as amount, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 4 as id, 'd' as name, cast(4.5 as real) as amount, cast(4.25 as decimal(10,2)) as qty, cast('2024-01-05' as date) as day, cast('2024-01-05 09:00:00' as timestamp) as at, true as ok\n";
+/// The keyed model `x.results` (three rows, a column of each kind the adapters read; `price`
+/// an unconstrained numeric whose values have one decimal, then two) and the edit the diff
+/// scenario makes to it.
+const DIFF_BASE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(1.5 as numeric) as price, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.5 as real) as amount, cast(2.5 as numeric) as price, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 3 as id, 'c' as name, cast(3.5 as real) as amount, cast(3.5 as numeric) as price, cast(3.5 as decimal(10,2)) as qty, cast('2024-01-04' as date) as day, cast('2024-01-04 12:00:00' as timestamp) as at, true as ok\n";
+/// id 2's amount and price changed, id 3 removed, id 4 added; id 1 unchanged.
+const DIFF_CANDIDATE: &str = "-- @table\n-- @key id\nselect 1 as id, 'a' as name, cast(1.5 as real) as amount, cast(1.5 as numeric) as price, cast(2 as decimal(10,2)) as qty, cast('2024-01-02' as date) as day, cast('2024-01-02 10:00:00' as timestamp) as at, true as ok\nunion all select 2 as id, 'b' as name, cast(2.75 as real) as amount, cast(2.75 as numeric) as price, cast(2.25 as decimal(10,2)) as qty, cast('2024-01-03' as date) as day, cast('2024-01-03 11:30:00' as timestamp) as at, false as ok\nunion all select 4 as id, 'd' as name, cast(4.5 as real) as amount, cast(4.5 as numeric) as price, cast(4.25 as decimal(10,2)) as qty, cast('2024-01-05' as date) as day, cast('2024-01-05 09:00:00' as timestamp) as at, true as ok\n";
 
 /// `diff <model>` on the warehouse: the model's SQL, changed in the workspace and run by the
 /// warehouse, against its relation there, each read through the adapter as Arrow; a view
@@ -839,6 +840,7 @@ pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde
     for (column, changed) in [
         ("name", 0),
         ("amount", 1),
+        ("price", 1),
         ("qty", 0),
         ("day", 0),
         ("at", 0),
@@ -895,6 +897,10 @@ pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde
         "{view}"
     );
     assert_eq!(aggregates[1]["base"]["sum"], 7.5, "{view}");
+    // A warehouse has no environments: --ref is refused, not ignored.
+    let out = run(root, &["diff", "x.results", "--ref", "dev", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.json()["diagnostics"][0]["code"], "Y015");
     // Versions and references are not sides of a warehouse: D001 with the sides it has.
     for side in ["delta:0", "ref:main", "iceberg:1"] {
         let out = run(root, &["diff", "x.results", "--from", side, "--json"]);

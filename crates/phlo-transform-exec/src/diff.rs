@@ -19,12 +19,14 @@
 //! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
 //! side the embedded engine reads is refused (D001) rather than read from an empty warehouse.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::prelude::{cast, ident, DataFrame, Expr, SessionContext};
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::TableReference;
+use phlo_transform_adapter::postgres::SCALE_FROM_VALUES;
 use phlo_transform_adapter::snapshot::{DeltaAt, TableVersion};
 use phlo_transform_adapter::{Adapter, InFlight, LocalEngine, Purpose};
 use phlo_transform_compiler::resolve::Target;
@@ -35,6 +37,7 @@ use phlo_transform_diff::{
     DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, SideInput, Strategy,
 };
 use phlo_transform_project::{DiffSection, Materialization};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -61,16 +64,18 @@ pub struct DiffArgs {
 /// A parsed side.
 #[derive(Clone, Debug, PartialEq)]
 enum SideSpec {
-    /// A side the embedded engine reads.
-    Local(LocalSide),
+    /// The model's own: its SQL or its stored data, read where its tables live (the embedded
+    /// engine or the warehouse).
+    Model(ModelSide),
     /// `ref:<name>`: what the reference points at.
     Reference(String),
     /// `iceberg:<snapshot id>`: a snapshot of the model's table on the `--ref` branch.
     Snapshot(i64),
 }
 
+/// A side of the model's own (`SideSpec::Model`).
 #[derive(Clone, Debug, PartialEq)]
-enum LocalSide {
+enum ModelSide {
     Workspace,
     Materialized,
     Delta(DeltaAt),
@@ -78,21 +83,22 @@ enum LocalSide {
 }
 
 impl SideSpec {
-    fn is_local(&self) -> bool {
-        matches!(self, SideSpec::Local(_))
+    /// Read where the model's tables live (not through the environments).
+    fn is_model(&self) -> bool {
+        matches!(self, SideSpec::Model(_))
     }
 }
 
 fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
     let t = text.trim();
     if t == "workspace" || t == "current" {
-        return Ok(SideSpec::Local(LocalSide::Workspace));
+        return Ok(SideSpec::Model(ModelSide::Workspace));
     }
     if t == "materialized" || t == "materialised" || t == "last" {
-        return Ok(SideSpec::Local(LocalSide::Materialized));
+        return Ok(SideSpec::Model(ModelSide::Materialized));
     }
     if let Some(at) = t.strip_prefix("delta:") {
-        return Ok(SideSpec::Local(LocalSide::Delta(match at.parse::<u64>() {
+        return Ok(SideSpec::Model(ModelSide::Delta(match at.parse::<u64>() {
             Ok(v) => DeltaAt::Version(v),
             _ if chrono::DateTime::parse_from_rfc3339(at).is_ok() => {
                 DeltaAt::Timestamp(at.to_string())
@@ -126,7 +132,7 @@ fn parse_side(text: &str) -> Result<SideSpec, Diagnostic> {
         });
     }
     if t.len() >= 6 && t.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Ok(SideSpec::Local(LocalSide::Recorded(t.to_ascii_lowercase())));
+        return Ok(SideSpec::Model(ModelSide::Recorded(t.to_ascii_lowercase())));
     }
     Err(Diagnostic::error(
         codes::DIFF_UNKNOWN_SIDE,
@@ -237,13 +243,13 @@ async fn side_frame(
     c: &Compilation,
     engine: &LocalEngine,
     index: usize,
-    spec: &LocalSide,
+    spec: &ModelSide,
 ) -> Result<(DataFrame, String), Diagnostic> {
     let m = &c.models[index];
     let name = m.name.as_str();
     let ctx = engine.session();
     match spec {
-        LocalSide::Workspace => {
+        ModelSide::Workspace => {
             let physical = |t: &Target| match t {
                 Target::Model(i) => vec![engine.relation_name(c.models[*i].name.as_str())],
                 Target::Source(s) => vec![s.clone()],
@@ -262,7 +268,7 @@ async fn side_frame(
                 ),
             ))
         }
-        LocalSide::Materialized => match m.materialization {
+        ModelSide::Materialized => match m.materialization {
             Materialization::Ephemeral => Err(ephemeral(name)),
             Materialization::View => {
                 let df = ctx
@@ -295,7 +301,7 @@ async fn side_frame(
                 ))
             }
         },
-        LocalSide::Delta(at) => {
+        ModelSide::Delta(at) => {
             let label = match at {
                 DeltaAt::Version(v) => format!("Delta version {v}"),
                 DeltaAt::Timestamp(t) => format!("Delta as of {t}"),
@@ -308,7 +314,7 @@ async fn side_frame(
             };
             Ok((df, description))
         }
-        LocalSide::Recorded(prefix) => {
+        ModelSide::Recorded(prefix) => {
             let versions: Vec<TableVersion> = if engine.has_table(name) {
                 engine
                     .table_versions(name)
@@ -457,14 +463,16 @@ fn short(version: &str) -> &str {
 }
 
 /// Runs `diff` for one model of the workspace at `target`: the embedded engine (bound to
-/// `--ref`) is opened only when a side is read by it, the environments only for `ref:<name>`
-/// sides. Returns the report and the warnings of opening them (relations that could not be
-/// registered).
+/// `--ref`) or the warehouse is opened only when a side of the model's own is read, the
+/// environments only for `ref:<name>` and `iceberg:<id>` sides. The warnings of opening them
+/// (relations that could not be registered) go to `warnings`, whether the diff then runs or
+/// fails.
 pub async fn diff_model(
     c: &Compilation,
     target: &CommandTarget<'_>,
     args: DiffArgs,
-) -> Result<(DiffReport, Vec<Diagnostic>), Diagnostic> {
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<DiffReport, Diagnostic> {
     let index = c.model_index(&args.model).ok_or_else(|| {
         let names = c.models.iter().map(|m| m.name.as_str());
         Diagnostic::error(
@@ -486,19 +494,30 @@ pub async fn diff_model(
         None if engine == Engine::Branches => {
             SideSpec::Reference(target.reference.unwrap_or(MAIN).to_string())
         }
-        None => SideSpec::Local(LocalSide::Materialized),
+        None => SideSpec::Model(ModelSide::Materialized),
     };
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
     for (flag, text, spec) in [
         ("--from", args.from.as_deref(), &base_spec),
         ("--to", args.to.as_deref(), &cand_spec),
     ] {
-        let side = text.map_or(flag.to_string(), |t| format!("{flag} {t}"));
+        let side = match text {
+            Some(t) => format!("{flag} {t}"),
+            None => format!("{flag} (default {})", default_name(spec)),
+        };
         engine.accepts(&kind, &model, &side, spec)?;
     }
+    if let (Engine::Warehouse, Some(r)) = (engine, target.reference) {
+        return Err(Diagnostic::error(
+            codes::ENVIRONMENTS_UNSUPPORTED,
+            format!("--ref {r}: the {kind} adapter has no environments"),
+        )
+        .with_help(
+            "drop --ref: `diff` compares the model's SQL with its relation in the warehouse",
+        ));
+    }
     let any = |f: fn(&SideSpec) -> bool| f(&base_spec) || f(&cand_spec);
-    let mut warnings = Vec::new();
-    let local = if engine == Engine::Embedded && any(SideSpec::is_local) {
+    let local = if engine == Engine::Embedded && any(SideSpec::is_model) {
         let (engine, problems) = target.open_local(c).await?;
         warnings.extend(problems);
         Some(engine)
@@ -506,15 +525,14 @@ pub async fn diff_model(
         None
     };
     let warehouse = if engine == Engine::Warehouse {
-        let (adapter, problems) = target
-            .open_engine(c, None, Purpose::Run { jobs: 1 })
-            .await?;
+        // `Plan`: one connection, and no DuckDB file created where none is (diff only reads).
+        let (adapter, problems) = target.open_engine(c, None, Purpose::Plan).await?;
         warnings.extend(problems);
         Some(adapter)
     } else {
         None
     };
-    let envs = if any(|s| !s.is_local()) {
+    let envs = if any(|s| !s.is_model()) {
         Some(target.environments().await?)
     } else {
         None
@@ -525,8 +543,11 @@ pub async fn diff_model(
         envs: envs.as_ref(),
         reference: target.reference.unwrap_or(MAIN),
     };
-    let (base, base_description) = opened.read(c, index, &base_spec, &mut warnings).await?;
-    let (candidate, cand_description) = opened.read(c, index, &cand_spec, &mut warnings).await?;
+    let (mut base, base_description) = opened.read(c, index, &base_spec, warnings).await?;
+    let (mut candidate, cand_description) = opened.read(c, index, &cand_spec, warnings).await?;
+    if engine == Engine::Warehouse {
+        (base, candidate) = common_scales(base, candidate)?;
+    }
     let key = key_for(c, index, &args.key);
     let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
@@ -534,7 +555,7 @@ pub async fn diff_model(
     // as nullable columns (the rows carry no constraints), so neither takes them there.
     let config = c.config(index);
     let declared = |spec: &SideSpec| match spec {
-        SideSpec::Local(LocalSide::Workspace) if engine == Engine::Embedded => config
+        SideSpec::Model(ModelSide::Workspace) if engine == Engine::Embedded => config
             .key
             .value
             .iter()
@@ -543,7 +564,7 @@ pub async fn diff_model(
             .collect(),
         _ => Vec::new(),
     };
-    let report = phlo_transform_diff::diff(DiffRequest {
+    phlo_transform_diff::diff(DiffRequest {
         model,
         base: SideInput {
             description: base_description,
@@ -561,8 +582,72 @@ pub async fn diff_model(
         policy,
         output: args.output,
     })
-    .await?;
-    Ok((report, warnings))
+    .await
+}
+
+/// What an omitted `--from`/`--to` stands for, for messages.
+fn default_name(spec: &SideSpec) -> String {
+    match spec {
+        SideSpec::Model(ModelSide::Workspace) => "workspace".into(),
+        SideSpec::Model(_) => "materialized".into(),
+        SideSpec::Reference(name) => format!("ref:{name}"),
+        SideSpec::Snapshot(id) => format!("iceberg:{id}"),
+    }
+}
+
+/// The two warehouse sides with their decimal columns read at a scale taken from their
+/// values (PostgreSQL `numeric`, [`SCALE_FROM_VALUES`]) cast to the larger of the two sides'
+/// scales: such a scale is no type, and two reads of one column must not differ in it.
+fn common_scales(
+    base: DataFrame,
+    candidate: DataFrame,
+) -> Result<(DataFrame, DataFrame), Diagnostic> {
+    let scale = |frame: &DataFrame, name: &str| {
+        let field = frame.schema().as_arrow().field_with_name(name).ok()?;
+        match field.data_type() {
+            DataType::Decimal128(38, s) if field.metadata().contains_key(SCALE_FROM_VALUES) => {
+                Some(*s)
+            }
+            _ => None,
+        }
+    };
+    let widest: HashMap<String, i8> = base
+        .schema()
+        .as_arrow()
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            let (b, c) = (scale(&base, f.name()), scale(&candidate, f.name()));
+            let s = b.max(c)?;
+            (b != Some(s) || c != Some(s)).then(|| (f.name().clone(), s))
+        })
+        .collect();
+    if widest.is_empty() {
+        return Ok((base, candidate));
+    }
+    let widen = |frame: DataFrame| {
+        let columns: Vec<Expr> = frame
+            .schema()
+            .as_arrow()
+            .fields()
+            .iter()
+            .map(|f| match widest.get(f.name()) {
+                Some(s) => cast(ident(f.name()), DataType::Decimal128(38, *s)).alias(f.name()),
+                None => ident(f.name()),
+            })
+            .collect();
+        frame.select(columns).map_err(|e| {
+            Diagnostic::error(
+                codes::DIFF_UNREADABLE_SIDE,
+                format!(
+                    "the sides' decimal columns cannot be read at one scale: {}",
+                    e.strip_backtrace()
+                ),
+            )
+            .with_help("exclude the column (--exclude) or give it a declared scale (numeric(p,s))")
+        })
+    };
+    Ok((widen(base)?, widen(candidate)?))
 }
 
 /// Where the workspace's models live, which decides the sides `diff` can read.
@@ -602,7 +687,7 @@ impl Engine {
             )
         };
         match (self, spec) {
-            (Engine::Branches, SideSpec::Local(_)) => refuse(
+            (Engine::Branches, SideSpec::Model(_)) => refuse(
                 "the embedded engine reads that side, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
                 format!("compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
             ),
@@ -610,7 +695,7 @@ impl Engine {
                 format!("`{model}` is a Delta table of the embedded engine, not an Iceberg table"),
                 "name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead".into(),
             ),
-            (Engine::Warehouse, SideSpec::Local(LocalSide::Workspace | LocalSide::Materialized)) => Ok(()),
+            (Engine::Warehouse, SideSpec::Model(ModelSide::Workspace | ModelSide::Materialized)) => Ok(()),
             (Engine::Warehouse, _) => refuse(
                 format!("the {kind} warehouse keeps no versions or environments phlo-transform can read"),
                 format!("on {kind} a side is `workspace` (the model's SQL, run there) or `materialized` (its relation)"),
@@ -640,7 +725,7 @@ impl Opened<'_> {
         warnings: &mut Vec<Diagnostic>,
     ) -> Result<(DataFrame, String), Diagnostic> {
         let (name, snapshot) = match spec {
-            SideSpec::Local(side) => {
+            SideSpec::Model(side) => {
                 return match (self.warehouse, self.local) {
                     (Some(adapter), _) => warehouse_frame(c, adapter, index, side).await,
                     (None, Some(engine)) => side_frame(c, engine, index, side).await,
@@ -666,13 +751,13 @@ async fn warehouse_frame(
     c: &Compilation,
     adapter: &dyn Adapter,
     index: usize,
-    side: &LocalSide,
+    side: &ModelSide,
 ) -> Result<(DataFrame, String), Diagnostic> {
     let m = &c.models[index];
     let name = m.name.as_str();
     let kind = adapter.name();
     let (query, what, description) = match side {
-        LocalSide::Workspace => {
+        ModelSide::Workspace => {
             let query = c
                 .executable_query(index, &|t| physical_parts(c, adapter, t))
                 .ok_or_else(|| no_executable_sql(name))?;
@@ -682,19 +767,33 @@ async fn warehouse_frame(
                 format!("{name} as the workspace defines it, run by {kind} over the materialised upstream relations"),
             )
         }
-        _ if m.materialization == Materialization::Ephemeral => return Err(ephemeral(name)),
-        _ => {
+        ModelSide::Materialized if m.materialization == Materialization::Ephemeral => {
+            return Err(ephemeral(name))
+        }
+        ModelSide::Materialized => {
             let relation = adapter.model_relation(name);
             let sql = format!("SELECT * FROM {}", relation.quoted());
-            let query = match Parser::parse_sql(&GenericDialect {}, &sql).map(|mut s| s.pop()) {
-                Ok(Some(Statement::Query(query))) => *query,
-                _ => unreachable!("`{sql}` parses as a query"),
-            };
+            let query = Parser::parse_sql(&GenericDialect {}, &sql)
+                .ok()
+                .and_then(|mut statements| match statements.pop() {
+                    Some(Statement::Query(query)) => Some(*query),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    unreadable(
+                        name,
+                        "the materialised relation",
+                        format!("`{sql}` does not parse"),
+                    )
+                })?;
             (
                 query,
                 "the materialised relation",
                 format!("{name} as last materialised ({kind} relation {relation})"),
             )
+        }
+        ModelSide::Delta(_) | ModelSide::Recorded(_) => {
+            unreachable!("Engine::accepts refuses versions on a warehouse")
         }
     };
     let (schema, batches) = adapter
@@ -715,22 +814,22 @@ mod tests {
 
     #[test]
     fn sides_parse() {
-        let local = |side| Ok(SideSpec::Local(side));
-        assert_eq!(parse_side("workspace"), local(LocalSide::Workspace));
-        assert_eq!(parse_side("materialized"), local(LocalSide::Materialized));
+        let local = |side| Ok(SideSpec::Model(side));
+        assert_eq!(parse_side("workspace"), local(ModelSide::Workspace));
+        assert_eq!(parse_side("materialized"), local(ModelSide::Materialized));
         assert_eq!(
             parse_side("delta:3"),
-            local(LocalSide::Delta(DeltaAt::Version(3)))
+            local(ModelSide::Delta(DeltaAt::Version(3)))
         );
         assert_eq!(
             parse_side("delta:2026-11-30T20:00:00Z"),
-            local(LocalSide::Delta(DeltaAt::Timestamp(
+            local(ModelSide::Delta(DeltaAt::Timestamp(
                 "2026-11-30T20:00:00Z".into()
             )))
         );
         assert_eq!(
             parse_side("ABCDEF12"),
-            local(LocalSide::Recorded("abcdef12".into()))
+            local(ModelSide::Recorded("abcdef12".into()))
         );
         assert_eq!(parse_side("ref:dev"), Ok(SideSpec::Reference("dev".into())));
         assert_eq!(

@@ -158,9 +158,9 @@ impl CommandTarget<'_> {
     }
 
     /// The embedded local engine over the warehouse with every source registered, reading
-    /// the environment `--ref` names (default main), whatever the workspace's adapter: what
-    /// `diff` reads, since it compares Delta versions, which only the local engine has. The
-    /// state is only read. Relations it cannot read come back as warnings.
+    /// the environment `--ref` names (default main): what `diff` reads the model's own sides
+    /// with on the embedded engine (its Delta versions). The state is only read. Relations it
+    /// cannot read come back as warnings.
     pub async fn open_local(
         &self,
         c: &Compilation,

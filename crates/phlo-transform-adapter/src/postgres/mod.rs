@@ -11,6 +11,8 @@
 pub(crate) mod errors;
 mod rows;
 
+pub use rows::SCALE_FROM_VALUES;
+
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;

@@ -2,21 +2,29 @@
 //! without its date and decimal types, and PostgreSQL's text form of every type is exact, so
 //! each column is read as text and cast by Arrow to the type its PostgreSQL type maps to:
 //! integers, floats, booleans, dates and timestamps to their Arrow types, `numeric` to a
-//! 38-digit decimal at the largest scale among its values, everything else as text.
+//! 38-digit decimal at the largest scale among its values (marked [`SCALE_FROM_VALUES`]),
+//! everything else as text. A value Arrow cannot read (an infinite timestamp, a BC date, a
+//! `NaN` numeric) fails the read rather than changing.
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use phlo_transform_core::diagnostic::codes;
 use sqlx::{Column, Executor, PgConnection, Row, TypeInfo};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::plain;
 use crate::sqlgen::ident;
 use crate::AdapterError;
 
+/// Field metadata of a `numeric` column read at the largest scale among its values: its
+/// scale says nothing about the column's type, so a comparison may widen it (sqlx does not
+/// report `numeric(p,s)`'s modifier).
+pub const SCALE_FROM_VALUES: &str = "phlo.scale_from_values";
+
 /// Runs `sql` on `conn`: its columns described first (names and types, nothing executed),
-/// then read as text.
+/// then read as text, each by its position (names may repeat in a query's output).
 pub(super) async fn fetch(
     conn: &mut PgConnection,
     sql: &str,
@@ -30,12 +38,16 @@ pub(super) async fn fetch(
         .iter()
         .map(|c| (c.name().to_string(), c.type_info().name().to_string()))
         .collect();
+    let positions = (0..columns.len())
+        .map(|i| ident(&format!("c{i}")))
+        .collect::<Vec<_>>();
     let texts = columns
         .iter()
-        .map(|(name, pg)| as_text(&format!("q.{}", ident(name)), pg))
+        .zip(&positions)
+        .map(|((_, pg), at)| as_text(&format!("q.{at}"), pg))
         .collect::<Vec<_>>()
         .join(", ");
-    let text_sql = format!("SELECT {texts} FROM ({sql}) AS q");
+    let text_sql = format!("SELECT {texts} FROM ({sql}) AS q({})", positions.join(", "));
     let rows = sqlx::query(&text_sql)
         .fetch_all(&mut *conn)
         .await
@@ -59,7 +71,12 @@ pub(super) async fn fetch(
                 format!("column `{name}` ({pg}) does not read as {data_type}: {e}"),
             )
         })?;
-        fields.push(Field::new(name, data_type, true));
+        let field = Field::new(name, data_type, true);
+        fields.push(if pg == "NUMERIC" {
+            field.with_metadata(HashMap::from([(SCALE_FROM_VALUES.into(), "true".into())]))
+        } else {
+            field
+        });
         arrays.push(array);
     }
     let schema = Arc::new(Schema::new(fields));
@@ -69,12 +86,11 @@ pub(super) async fn fetch(
 }
 
 /// The text form of `column` (of PostgreSQL type `pg`): `timestamptz` as its UTC time
-/// without an offset (which Arrow reads into a UTC timestamp), everything else as `::text`.
+/// without an offset (which Arrow reads into a UTC timestamp), everything else as `::text`
+/// (sqlx sessions use `DateStyle` ISO).
 fn as_text(column: &str, pg: &str) -> String {
     match pg {
-        "TIMESTAMPTZ" => {
-            format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
-        }
+        "TIMESTAMPTZ" => format!("({column} AT TIME ZONE 'UTC')::text"),
         _ => format!("{column}::text"),
     }
 }

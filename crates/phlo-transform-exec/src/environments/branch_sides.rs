@@ -77,7 +77,8 @@ async fn counted(
 
 impl Side {
     /// The dataset `p` of `reference` as this side reads it; on a branch, at Iceberg
-    /// `snapshot` when given (D001 elsewhere: the embedded engine's tables are Delta tables).
+    /// `snapshot` when given (the embedded engine's tables are Delta tables: `diff` refuses an
+    /// Iceberg snapshot there before reading).
     pub(super) async fn read(
         &self,
         reference: &str,
@@ -85,13 +86,10 @@ impl Side {
         snapshot: Option<i64>,
     ) -> Result<Read, Diagnostic> {
         let name = p.model_name.as_str();
-        if let (Side::Local(_), Some(id)) = (self, snapshot) {
-            return Err(Diagnostic::error(
-                codes::DIFF_UNKNOWN_SIDE,
-                format!("iceberg:{id}: `{name}` is a Delta table of the embedded engine, not an Iceberg table"),
-            )
-            .with_help("name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead"));
-        }
+        debug_assert!(
+            snapshot.is_none() || matches!(self, Side::Branch { .. }),
+            "Iceberg snapshots are read on branches only"
+        );
         match self {
             Side::Local(engine) if p.kind == "view" => {
                 let frame = engine
