@@ -15,6 +15,11 @@ pub struct Statement<'a> {
     pub model: Option<(&'a str, &'a str)>,
 }
 
+/// [`classify`] for a statement that carries no model's query.
+pub fn plain(e: sqlx::Error, sql: &str) -> AdapterError {
+    classify(e, &Statement { sql, model: None })
+}
+
 /// `e` from running `statement`, classified.
 pub fn classify(e: sqlx::Error, statement: &Statement<'_>) -> AdapterError {
     match e {

@@ -33,7 +33,7 @@ use crate::{
     Adapter, AdapterError, ColumnInfo, InFlight, MaterializeJob, MaterializeOutcome, QueryId,
     Relation, RelationInfo, RelationKind, SourceState,
 };
-use errors::Statement;
+use errors::{plain, Statement};
 
 pub struct PostgresEngine {
     pool: PgPool,
@@ -325,10 +325,6 @@ fn schema_statement(relation: &Relation) -> String {
         "CREATE SCHEMA IF NOT EXISTS {}",
         ident(schema_and_table(relation).0)
     )
-}
-
-fn plain(e: sqlx::Error, sql: &str) -> AdapterError {
-    errors::classify(e, &Statement { sql, model: None })
 }
 
 /// PostgreSQL's default schema.

@@ -14,7 +14,7 @@ use sqlx::{Column, Executor, PgConnection, Row, TypeInfo};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::plain;
+use super::errors::plain;
 use crate::sqlgen::ident;
 use crate::AdapterError;
 
