@@ -163,6 +163,12 @@ fn diff_reads_the_model_and_its_table_from_duckdb() {
 }
 
 #[test]
+fn a_large_table_is_diffed_in_duckdb_by_one_query() {
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::large_diff_runs_in_the_warehouse(ws.path(), &DuckDb::in_dir(ws.path()));
+}
+
+#[test]
 fn spec_64_partial_failure_on_duckdb() {
     let ws = tempfile::tempdir().unwrap();
     let report = scenarios::spec64_partial_failure(ws.path(), &DuckDb::in_dir(ws.path()));

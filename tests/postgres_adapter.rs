@@ -214,6 +214,13 @@ fn diff_reads_the_model_and_its_table_from_postgres() {
 }
 
 #[test]
+fn a_large_table_is_diffed_in_postgres_by_one_query() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    scenarios::large_diff_runs_in_the_warehouse(ws.path(), &pg);
+}
+
+#[test]
 fn realistic_workspace_on_postgres_equals_the_local_engine() {
     let dir = tempfile::tempdir().unwrap();
     let found = scenarios::realistic_differences(&Postgres::create(), dir.path(), 40);

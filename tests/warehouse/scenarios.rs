@@ -914,3 +914,69 @@ pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde
     }
     report
 }
+
+/// Rows of the large diff scenario's source: above `diff`'s large-table threshold (1M).
+const LARGE_ROWS: u64 = 1_100_000;
+
+/// `diff <model>` on a table above the large-table threshold: compared in the warehouse by
+/// one join-diff query (the sides are not fetched), with the exact counts the full
+/// comparison gives. The edit: `v` and `tag` change where `id % 1000 = 0` (1,100 rows), rows
+/// with `id % 5000 = 1` go (220), ten new ids come; `flag` (boolean) and `maybe` (NULL on
+/// every 3,000th row) stay the same.
+pub fn large_diff_runs_in_the_warehouse(root: &Path, warehouse: &dyn Warehouse) {
+    warehouse.execute("CREATE SCHEMA raw");
+    warehouse.execute(&format!(
+        "CREATE TABLE raw.big AS SELECT CAST(g AS BIGINT) AS id FROM generate_series(1, {LARGE_ROWS}) AS s(g)"
+    ));
+    write_file(root, "phlo.toml", &warehouse.adapter_toml());
+    write_file(
+        root,
+        "transforms/x/big.sql",
+        "-- @table\n-- @key id\nselect id, id % 7 as v, 's' || cast(id % 3 as varchar) as tag, id % 2 = 0 as flag, case when id % 3000 = 0 then null else id end as maybe from raw.big\n",
+    );
+    ok(&run(root, &["run", "--json"]));
+    write_file(
+        root,
+        "transforms/x/big.sql",
+        "-- @table\n-- @key id\nselect id, case when id % 1000 = 0 then id % 7 + 1 else id % 7 end as v, case when id % 1000 = 0 then 'changed' else 's' || cast(id % 3 as varchar) end as tag, id % 2 = 0 as flag, case when id % 3000 = 0 then null else id end as maybe from raw.big where id % 5000 <> 1\nunion all select id + 2000000 as id, 0 as v, 'new' as tag, true as flag, id as maybe from raw.big where id <= 10\n",
+    );
+    let report = ok(&run(root, &["diff", "x.big", "--json"]));
+    assert_eq!(report["strategy"], "full", "{report}");
+    let reason = report["strategy_reason"].as_str().unwrap();
+    assert!(reason.contains("join-diff query"), "{reason}");
+    assert_eq!(
+        report["rows"],
+        serde_json::json!({"base": LARGE_ROWS, "candidate": LARGE_ROWS - 220 + 10, "delta": -210}),
+        "{report}"
+    );
+    assert_eq!(
+        report["records"],
+        serde_json::json!({"added": 10, "removed": 220, "modified": 1100, "unchanged": LARGE_ROWS - 220 - 1100}),
+        "{report}"
+    );
+    assert_eq!(
+        report["changed_values"],
+        serde_json::json!({"v": 1100, "tag": 1100, "flag": 0, "maybe": 0}),
+        "{report}"
+    );
+    assert_eq!(report["duplicates"]["base"]["keys"], 0, "{report}");
+    // A duplicated key is counted, as the full comparison counts it, and its rows are not.
+    write_file(
+        root,
+        "transforms/x/big.sql",
+        "-- @table\n-- @key id\nselect id, id % 7 as v from raw.big\nunion all select id, 9 as v from raw.big where id <= 3\n",
+    );
+    let dup = run(root, &["diff", "x.big", "--json"]);
+    assert!(dup.code <= 1, "{}\n{}", dup.stdout, dup.stderr);
+    let dup = dup.json();
+    assert_eq!(
+        dup["duplicates"]["candidate"],
+        serde_json::json!({"keys": 3, "rows": 6}),
+        "{dup}"
+    );
+    assert_eq!(
+        dup["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": LARGE_ROWS - 3}),
+        "{dup}"
+    );
+}

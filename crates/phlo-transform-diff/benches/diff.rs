@@ -106,6 +106,7 @@ async fn ours(dir: &Path, case: &str) -> (f64, Expected) {
         options: DiffOptions::default(),
         policy: DiffPolicy::default(),
         output: None,
+        pushdown: None,
     })
     .await
     .unwrap();

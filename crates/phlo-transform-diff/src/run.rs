@@ -20,6 +20,7 @@ use crate::hashing::RowFilter;
 use crate::keyed::{KeyedDiff, KeyedOutcome};
 use crate::options::{DiffOptions, Strategy};
 use crate::policy::{evaluate, DiffPolicy, Measured};
+use crate::pushdown::{self, PushdownEngine};
 use crate::report::{
     DiffReport, KeySource, PartitionSummary, RowCounts, SampleSummary, SideReport,
 };
@@ -69,6 +70,9 @@ pub struct DiffRequest {
     pub policy: DiffPolicy,
     /// Write the differing rows here (Parquet).
     pub output: Option<PathBuf>,
+    /// Both sides live in this engine: the full comparison runs there as one query
+    /// (`pushdown`), and the frames only give the sides' schemas. Keyed and full only.
+    pub pushdown: Option<Box<dyn PushdownEngine>>,
 }
 
 fn unreadable(side: &str, e: impl std::fmt::Display) -> Diagnostic {
@@ -192,9 +196,26 @@ async fn aggregates(
     Ok((base_rows, cand_rows, out))
 }
 
-/// Chooses the strategy: as requested, aggregate without a key, else by the base side's size.
+/// Chooses the strategy: as requested, aggregate without a key, else by the base side's size;
+/// a pushed-down comparison is the full one.
 async fn choose(req: &DiffRequest) -> Result<(Strategy, String), Diagnostic> {
     let keyless = req.key.columns.is_empty();
+    if let Some(engine) = &req.pushdown {
+        return match req.strategy {
+            None | Some(Strategy::Full) if !keyless => Ok((
+                Strategy::Full,
+                format!(
+                    "every row compared in {} by one join-diff query (the sides are not fetched): counts only, no samples",
+                    engine.name()
+                ),
+            )),
+            _ => Err(Diagnostic::error(
+                codes::DIFF_INVALID_OPTION,
+                "a comparison pushed down into the warehouse is keyed and full only",
+            )
+            .with_help("pass a key, and --full or no --strategy")),
+        };
+    }
     match req.strategy {
         Some(Strategy::Aggregate) => Ok((Strategy::Aggregate, "requested".into())),
         Some(s) if keyless => match s {
@@ -303,17 +324,23 @@ pub async fn diff(req: DiffRequest) -> Result<DiffReport, Diagnostic> {
             report.aggregates = Some(aggs);
             None
         }
-        Strategy::Full => Some(
-            keyed(
-                req.base.frame.clone(),
-                req.candidate.frame.clone(),
-                &alignment,
-                None,
-                &options,
-                keep_rows,
-            )
-            .await?,
-        ),
+        Strategy::Full => Some(match &req.pushdown {
+            Some(engine) => {
+                let candidate = req.candidate.frame.schema().as_arrow().clone();
+                pushdown::compare(engine.as_ref(), &alignment, &candidate).await?
+            }
+            None => {
+                keyed(
+                    req.base.frame.clone(),
+                    req.candidate.frame.clone(),
+                    &alignment,
+                    None,
+                    &options,
+                    keep_rows,
+                )
+                .await?
+            }
+        }),
         Strategy::Sampled => {
             let out = keyed(
                 req.base.frame.clone(),
@@ -385,9 +412,19 @@ pub async fn diff(req: DiffRequest) -> Result<DiffReport, Diagnostic> {
                 .with_help("diff on a key that identifies one row (--key a,b), or fix the model's duplicates"),
             );
         }
-        if let (Some(path), Some(batches)) = (&req.output, &out.differing_rows) {
-            crate::output::write_parquet(path, &alignment.schema, batches)?;
-            report.output = Some(path.display().to_string());
+        match (&req.output, &out.differing_rows) {
+            (Some(path), Some(batches)) => {
+                crate::output::write_parquet(path, &alignment.schema, batches)?;
+                report.output = Some(path.display().to_string());
+            }
+            (Some(_), None) => report.warnings.push(
+                Diagnostic::warning(
+                    codes::DIFF_INVALID_OPTION,
+                    "--output was not written: the comparison ran in the warehouse, and the rows stayed there",
+                )
+                .with_help("diff a smaller table, or --strategy sampled, to export differing rows"),
+            ),
+            _ => {}
         }
         report.records = Some(out.records);
         report.duplicates = Some(out.duplicates);

@@ -75,6 +75,7 @@ async fn run(
         options,
         policy,
         output: None,
+        pushdown: None,
     })
     .await
 }

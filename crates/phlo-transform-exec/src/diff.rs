@@ -19,10 +19,12 @@
 //! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
 //! side the embedded engine reads is refused (D001) rather than read from an empty warehouse.
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{cast, ident, DataFrame, Expr, SessionContext};
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::TableReference;
@@ -34,11 +36,14 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_diff::{
-    DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, SideInput, Strategy,
+    DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, PushdownEngine,
+    SideInput, Strategy,
 };
 use phlo_transform_project::{DiffSection, Materialization};
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::environments::{Environments, MAIN};
@@ -543,12 +548,31 @@ pub async fn diff_model(
         envs: envs.as_ref(),
         reference: target.reference.unwrap_or(MAIN),
     };
-    let (mut base, base_description) = opened.read(c, index, &base_spec, warnings).await?;
-    let (mut candidate, cand_description) = opened.read(c, index, &cand_spec, warnings).await?;
+    let key = key_for(c, index, &args.key);
+    // A large warehouse table is compared where it lives, by one query, not fetched.
+    let pushdown = match &warehouse {
+        Some(adapter)
+            if !key.columns.is_empty() && matches!(args.strategy, None | Some(Strategy::Full)) =>
+        {
+            pushed_down(c, adapter, index, args.options.large_table_rows).await?
+        }
+        _ => None,
+    };
+    let (sides, pushdown) = match pushdown {
+        Some((sides, engine)) => (sides, Some(engine)),
+        None => (
+            Sides {
+                base: opened.read(c, index, &base_spec, warnings).await?,
+                candidate: opened.read(c, index, &cand_spec, warnings).await?,
+            },
+            None,
+        ),
+    };
+    let ((mut base, base_description), (mut candidate, cand_description)) =
+        (sides.base, sides.candidate);
     if engine == Engine::Warehouse {
         (base, candidate) = common_scales(base, candidate)?;
     }
-    let key = key_for(c, index, &args.key);
     let (options, policy) = policy_for(c, &model, args.options.clone())?;
     // The workspace side is a query: its declared guarantees stand for what its table would
     // enforce, as the materialised side's table does. A warehouse's sides are both fetched
@@ -581,6 +605,7 @@ pub async fn diff_model(
         options,
         policy,
         output: args.output,
+        pushdown,
     })
     .await
 }
@@ -744,68 +769,178 @@ impl Opened<'_> {
     }
 }
 
-/// The model's `workspace` or `materialized` side in a warehouse, through its adapter: the
-/// model's SQL (physical names, printed as the adapter prints it) or `SELECT *` of its
-/// relation, fetched as Arrow batches into a table in memory.
+/// The query of the model's `workspace` or `materialized` side in a warehouse — the model's
+/// SQL (physical names, printed as the adapter prints it) or `SELECT *` of its relation —
+/// with what it reads (for errors) and its description.
+fn warehouse_query(
+    c: &Compilation,
+    adapter: &dyn Adapter,
+    index: usize,
+    side: &ModelSide,
+) -> Result<(Query, &'static str, String), Diagnostic> {
+    let m = &c.models[index];
+    let name = m.name.as_str();
+    let kind = adapter.name();
+    match side {
+        ModelSide::Workspace => {
+            let query = c
+                .executable_query(index, &|t| physical_parts(c, adapter, t))
+                .ok_or_else(|| no_executable_sql(name))?;
+            Ok((
+                query,
+                "the workspace definition",
+                format!("{name} as the workspace defines it, run by {kind} over the materialised upstream relations"),
+            ))
+        }
+        ModelSide::Materialized if m.materialization == Materialization::Ephemeral => {
+            Err(ephemeral(name))
+        }
+        ModelSide::Materialized => {
+            let relation = adapter.model_relation(name);
+            let what = "the materialised relation";
+            let query = parsed(&format!("SELECT * FROM {}", relation.quoted()))
+                .map_err(|e| unreadable(name, what, e))?;
+            Ok((
+                query,
+                what,
+                format!("{name} as last materialised ({kind} relation {relation})"),
+            ))
+        }
+        ModelSide::Delta(_) | ModelSide::Recorded(_) => {
+            unreachable!("Engine::accepts refuses versions on a warehouse")
+        }
+    }
+}
+
+/// `sql` (generated here) as a query AST, for `Adapter::fetch`.
+fn parsed(sql: &str) -> Result<Query, String> {
+    Parser::parse_sql(&GenericDialect {}, sql)
+        .ok()
+        .and_then(|mut statements| match statements.pop() {
+            Some(Statement::Query(query)) => Some(*query),
+            _ => None,
+        })
+        .ok_or_else(|| format!("`{sql}` does not parse"))
+}
+
+/// `query`'s rows, fetched through `adapter` into a table in memory, as a frame.
+async fn fetched(
+    adapter: &dyn Adapter,
+    query: &Query,
+    model: &str,
+    what: &str,
+) -> Result<DataFrame, Diagnostic> {
+    let (schema, batches) = adapter
+        .fetch(query, &InFlight::default())
+        .await
+        .map_err(|e| unreadable(model, what, e.message))?;
+    let table = MemTable::try_new(schema, vec![batches])
+        .map_err(|e| unreadable(model, what, e.strip_backtrace()))?;
+    SessionContext::new()
+        .read_table(Arc::new(table))
+        .map_err(|e| unreadable(model, what, e.strip_backtrace()))
+}
+
+/// The model's `workspace` or `materialized` side in a warehouse, fetched whole.
 async fn warehouse_frame(
     c: &Compilation,
     adapter: &dyn Adapter,
     index: usize,
     side: &ModelSide,
 ) -> Result<(DataFrame, String), Diagnostic> {
-    let m = &c.models[index];
-    let name = m.name.as_str();
-    let kind = adapter.name();
-    let (query, what, description) = match side {
-        ModelSide::Workspace => {
-            let query = c
-                .executable_query(index, &|t| physical_parts(c, adapter, t))
-                .ok_or_else(|| no_executable_sql(name))?;
-            (
-                query,
-                "the workspace definition",
-                format!("{name} as the workspace defines it, run by {kind} over the materialised upstream relations"),
-            )
-        }
-        ModelSide::Materialized if m.materialization == Materialization::Ephemeral => {
-            return Err(ephemeral(name))
-        }
-        ModelSide::Materialized => {
-            let relation = adapter.model_relation(name);
-            let sql = format!("SELECT * FROM {}", relation.quoted());
-            let query = Parser::parse_sql(&GenericDialect {}, &sql)
-                .ok()
-                .and_then(|mut statements| match statements.pop() {
-                    Some(Statement::Query(query)) => Some(*query),
-                    _ => None,
-                })
-                .ok_or_else(|| {
-                    unreadable(
-                        name,
-                        "the materialised relation",
-                        format!("`{sql}` does not parse"),
-                    )
-                })?;
-            (
-                query,
-                "the materialised relation",
-                format!("{name} as last materialised ({kind} relation {relation})"),
-            )
-        }
-        ModelSide::Delta(_) | ModelSide::Recorded(_) => {
-            unreachable!("Engine::accepts refuses versions on a warehouse")
+    let (query, what, description) = warehouse_query(c, adapter, index, side)?;
+    let name = c.models[index].name.as_str();
+    Ok((fetched(adapter, &query, name, what).await?, description))
+}
+
+/// Both sides of a keyed full diff in a warehouse whose base relation has more than
+/// `large_rows` rows: compared there by one query ([`phlo_transform_diff::PushdownEngine`]),
+/// the frames only the sides' schemas (`LIMIT 0`). `None` for a smaller table, which is
+/// fetched (the full comparison then also gives samples and `--output`).
+async fn pushed_down(
+    c: &Compilation,
+    adapter: &Arc<dyn Adapter>,
+    index: usize,
+    large_rows: u64,
+) -> Result<Option<(Sides, Box<dyn PushdownEngine>)>, Diagnostic> {
+    let name = c.models[index].name.as_str();
+    let (base, base_what, base_description) =
+        warehouse_query(c, adapter.as_ref(), index, &ModelSide::Materialized)?;
+    let rows = adapter
+        .execute(&base, &InFlight::default())
+        .await
+        .map_err(|e| unreadable(name, base_what, e.message))?;
+    if rows <= large_rows {
+        return Ok(None);
+    }
+    let (candidate, cand_what, cand_description) =
+        warehouse_query(c, adapter.as_ref(), index, &ModelSide::Workspace)?;
+    let empty = |query: &Query, what: &'static str| {
+        let sql = format!("SELECT * FROM ({query}) AS phlo_side LIMIT 0");
+        async move {
+            let query = parsed(&sql).map_err(|e| unreadable(name, what, e))?;
+            fetched(adapter.as_ref(), &query, name, what).await
         }
     };
-    let (schema, batches) = adapter
-        .fetch(&query, &InFlight::default())
-        .await
-        .map_err(|e| unreadable(name, what, e.message))?;
-    let table = MemTable::try_new(schema, vec![batches])
-        .map_err(|e| unreadable(name, what, e.strip_backtrace()))?;
-    let frame = SessionContext::new()
-        .read_table(Arc::new(table))
-        .map_err(|e| unreadable(name, what, e.strip_backtrace()))?;
-    Ok((frame, description))
+    let sides = Sides {
+        base: (empty(&base, base_what).await?, base_description),
+        candidate: (empty(&candidate, cand_what).await?, cand_description),
+    };
+    let engine = WarehousePushdown {
+        adapter: adapter.clone(),
+        base_sql: base.to_string(),
+        candidate_sql: candidate.to_string(),
+    };
+    Ok(Some((sides, Box::new(engine))))
+}
+
+/// The two sides as read: a frame and a description each.
+struct Sides {
+    base: (DataFrame, String),
+    candidate: (DataFrame, String),
+}
+
+/// A warehouse running a pushed-down comparison through its adapter.
+struct WarehousePushdown {
+    adapter: Arc<dyn Adapter>,
+    base_sql: String,
+    candidate_sql: String,
+}
+
+impl PushdownEngine for WarehousePushdown {
+    fn name(&self) -> &str {
+        self.adapter.name()
+    }
+
+    fn base_sql(&self) -> &str {
+        &self.base_sql
+    }
+
+    fn candidate_sql(&self) -> &str {
+        &self.candidate_sql
+    }
+
+    fn run(
+        &self,
+        sql: String,
+    ) -> Pin<Box<dyn Future<Output = Result<RecordBatch, Diagnostic>> + Send + '_>> {
+        Box::pin(async move {
+            let failed = |e: String| {
+                Diagnostic::error(
+                    codes::DIFF_UNREADABLE_SIDE,
+                    format!("the join diff in {} failed: {e}", self.adapter.name()),
+                )
+                .with_help("check both sides read in the warehouse; --strategy sampled fetches a sample instead")
+            };
+            let query = parsed(&sql).map_err(failed)?;
+            let (schema, batches) = self
+                .adapter
+                .fetch(&query, &InFlight::default())
+                .await
+                .map_err(|e| failed(e.message))?;
+            concat_batches(&schema, &batches).map_err(|e| failed(e.to_string()))
+        })
+    }
 }
 
 #[cfg(test)]

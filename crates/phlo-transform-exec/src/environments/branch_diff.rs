@@ -349,6 +349,7 @@ async fn keyed_diff(
         options,
         policy,
         output: None,
+        pushdown: None,
     })
     .await
 }
