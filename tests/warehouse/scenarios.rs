@@ -960,6 +960,38 @@ pub fn large_diff_runs_in_the_warehouse(root: &Path, warehouse: &dyn Warehouse) 
         "{report}"
     );
     assert_eq!(report["duplicates"]["base"]["keys"], 0, "{report}");
+    // The sides swapped: the model's SQL is the base, the table the candidate.
+    let swapped = ok(&run(
+        root,
+        &[
+            "diff",
+            "x.big",
+            "--from",
+            "workspace",
+            "--to",
+            "materialized",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        swapped["records"],
+        serde_json::json!({"added": 220, "removed": 10, "modified": 1100, "unchanged": LARGE_ROWS - 220 - 1100}),
+        "{swapped}"
+    );
+    // A column retyped from an integer to text is compared as text, as in memory (the
+    // warehouse stacks both sides' values as text).
+    write_file(
+        root,
+        "transforms/x/big.sql",
+        "-- @table\n-- @key id\nselect id, cast(id % 7 as varchar) as v, 's' || cast(id % 3 as varchar) as tag, id % 2 = 0 as flag, case when id % 3000 = 0 then null else id end as maybe from raw.big\n",
+    );
+    let retyped = ok(&run(root, &["diff", "x.big", "--json"]));
+    assert_eq!(retyped["schema"]["retyped"][0]["name"], "v", "{retyped}");
+    assert_eq!(
+        retyped["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": LARGE_ROWS}),
+        "{retyped}"
+    );
     // A duplicated key is counted, as the full comparison counts it, and its rows are not.
     write_file(
         root,

@@ -3,9 +3,11 @@
 //! never fetched. It stacks both sides (`UNION ALL`, with a side marker) and groups by the
 //! key — grouping is NULL-safe, as the key index is. A group is one key; its two row counts
 //! say added, removed, matched or duplicated; a compared column differs in a matched group
-//! when its two values differ (`min(v) <> max(v)`; booleans as integers, text and types
-//! read as text compared as text) or one is NULL (`count(v) = 1`), or, with a tolerance,
-//! when `max(v) - min(v)` exceeds it. Same counts as the full comparison; no samples and no
+//! when its two values differ (`min(v) <> max(v)`; booleans as integers; columns compared
+//! as text cast to text in each branch) or one is NULL (`count(v) = 1`), or, with a
+//! tolerance, when they differ by more than it. The counts are the full comparison's, but for
+//! what the engine's equality says that ours does not: `-0.0 = 0.0` there (ours compares
+//! float bits), and DuckDB's `INTERVAL '1 day' = INTERVAL '24 hours'`. No samples and no
 //! `--output` (the rows stay in the engine).
 
 use datafusion::arrow::array::{Array, Int64Array, RecordBatch};
@@ -33,25 +35,33 @@ fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// `SELECT <side> AS phlo_side, <alias>."<name>" AS c0, ...` of one side's `names`.
-fn stacked(side: u8, alias: &str, names: &[String]) -> String {
+/// `SELECT <side> AS phlo_side, <alias>."<name>" AS c0, ...` of one side's `names`, each
+/// column compared as text (`types`: the aligned types) cast to text in its own branch: the
+/// in-memory comparison compares such a pair as text (a number against text, `uuid` or
+/// `json` read as text), where PostgreSQL's `UNION ALL` would refuse to stack the two.
+fn stacked(side: u8, alias: &str, names: &[String], types: &[&DataType]) -> String {
     let list = names
         .iter()
+        .zip(types)
         .enumerate()
-        .map(|(i, name)| format!("{alias}.{} AS c{i}", ident(name)))
+        .map(|(i, (name, data_type))| {
+            let column = format!("{alias}.{}", ident(name));
+            match data_type {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                    format!("CAST({column} AS VARCHAR) AS c{i}")
+                }
+                _ => format!("{column} AS c{i}"),
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     format!("SELECT {side} AS phlo_side, {list}")
 }
 
-/// `column` as both engines can take its `min` and `max`: PostgreSQL has none for booleans,
-/// and text columns may be types without an order there (`uuid`, `json`, read as text).
+/// `column` as both engines can take its `min` and `max` (PostgreSQL has none for booleans).
 fn comparable(column: &str, data_type: &DataType) -> String {
     match data_type {
         DataType::Boolean => format!("CAST({column} AS INTEGER)"),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            format!("CAST({column} AS VARCHAR)")
-        }
         _ => column.to_string(),
     }
 }
@@ -60,6 +70,7 @@ fn comparable(column: &str, data_type: &DataType) -> String {
 /// column names differ from the base's under `--map`).
 pub fn query(alignment: &Alignment, candidate: &Schema, base_sql: &str, cand_sql: &str) -> String {
     let columns: Vec<_> = alignment.key.iter().chain(&alignment.compared).collect();
+    let types: Vec<&DataType> = columns.iter().map(|c| &c.data_type).collect();
     let base_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let cand_names: Vec<String> = columns
         .iter()
@@ -73,8 +84,13 @@ pub fn query(alignment: &Alignment, candidate: &Schema, base_sql: &str, cand_sql
         .map(|(j, c)| {
             let c_v = format!("c{}", nkeys + j);
             let v = comparable(&c_v, &c.data_type);
+            // As `changed_at`: equal values (two infinities, two NaNs) never differ, and
+            // an infinite tolerance leaves only a NULL against a value.
             let distinct = match c.tolerance {
-                Some(t) => format!("max({v}) - min({v}) > {t:e}"),
+                Some(t) if t.is_finite() => {
+                    format!("(min({v}) <> max({v}) AND max({v}) - min({v}) > {t:e})")
+                }
+                Some(_) => "false".to_string(),
                 None => format!("min({v}) <> max({v})"),
             };
             let v = c_v;
@@ -128,8 +144,8 @@ pub fn query(alignment: &Alignment, candidate: &Schema, base_sql: &str, cand_sql
         "WITH phlo_u AS ({} FROM ({base_sql}) AS b UNION ALL {} FROM ({cand_sql}) AS c), \
          phlo_g AS (SELECT {per_key} FROM phlo_u GROUP BY {group_by}) \
          SELECT {} FROM phlo_g",
-        stacked(0, "b", &base_names),
-        stacked(1, "c", &cand_names),
+        stacked(0, "b", &base_names, &types),
+        stacked(1, "c", &cand_names, &types),
         outputs.join(", ")
     )
 }

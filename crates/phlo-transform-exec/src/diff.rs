@@ -550,11 +550,12 @@ pub async fn diff_model(
     };
     let key = key_for(c, index, &args.key);
     // A large warehouse table is compared where it lives, by one query, not fetched.
-    let pushdown = match &warehouse {
-        Some(adapter)
+    let pushdown = match (&warehouse, &base_spec, &cand_spec) {
+        (Some(adapter), SideSpec::Model(b), SideSpec::Model(c_side))
             if !key.columns.is_empty() && matches!(args.strategy, None | Some(Strategy::Full)) =>
         {
-            pushed_down(c, adapter, index, args.options.large_table_rows).await?
+            let large = args.options.large_table_rows;
+            pushed_down(c, adapter, index, (b, c_side), large).await?
         }
         _ => None,
     };
@@ -861,11 +862,12 @@ async fn pushed_down(
     c: &Compilation,
     adapter: &Arc<dyn Adapter>,
     index: usize,
+    (base_side, cand_side): (&ModelSide, &ModelSide),
     large_rows: u64,
 ) -> Result<Option<(Sides, Box<dyn PushdownEngine>)>, Diagnostic> {
     let name = c.models[index].name.as_str();
     let (base, base_what, base_description) =
-        warehouse_query(c, adapter.as_ref(), index, &ModelSide::Materialized)?;
+        warehouse_query(c, adapter.as_ref(), index, base_side)?;
     let rows = adapter
         .execute(&base, &InFlight::default())
         .await
@@ -874,7 +876,7 @@ async fn pushed_down(
         return Ok(None);
     }
     let (candidate, cand_what, cand_description) =
-        warehouse_query(c, adapter.as_ref(), index, &ModelSide::Workspace)?;
+        warehouse_query(c, adapter.as_ref(), index, cand_side)?;
     let empty = |query: &Query, what: &'static str| {
         let sql = format!("SELECT * FROM ({query}) AS phlo_side LIMIT 0");
         async move {
