@@ -668,16 +668,7 @@ fn a_branch_diff_classifies_every_dataset_and_is_the_data_diff_gates_evidence() 
             "--json",
         ],
     );
-    assert_eq!(missing.code, 2, "{}", missing.stdout);
-    let missing = missing.json();
-    assert_eq!(missing["diagnostics"][0]["code"], "D001");
-    assert!(
-        missing["diagnostics"][0]["help"]
-            .as_str()
-            .unwrap()
-            .contains("run --ref main -s reporting.summary"),
-        "{missing}"
-    );
+    common::assert_refused(&missing, "D001", "run --ref main -s reporting.summary");
     let unknown = run(
         root,
         &["diff", "assay.results", "--from", "ref:nope", "--json"],

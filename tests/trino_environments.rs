@@ -635,28 +635,10 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
             "--json",
         ],
     );
-    assert_eq!(missing.code, 2, "{}", missing.stdout);
-    let missing = missing.json();
-    assert_eq!(missing["diagnostics"][0]["code"], "D001", "{missing}");
-    assert!(
-        missing["diagnostics"][0]["help"]
-            .as_str()
-            .unwrap()
-            .contains(&main_snapshot),
-        "{missing}"
-    );
+    common::assert_refused(&missing, "D001", &main_snapshot);
     // Sides the embedded engine reads are refused on Trino, with the form that works.
     let local = run(root, &["diff", "assay.results", "--json"]);
-    assert_eq!(local.code, 2, "{}", local.stdout);
-    let local = local.json();
-    assert_eq!(local["diagnostics"][0]["code"], "D001", "{local}");
-    assert!(
-        local["diagnostics"][0]["help"]
-            .as_str()
-            .unwrap()
-            .contains("--from ref:main --to ref:<candidate>"),
-        "{local}"
-    );
+    common::assert_refused(&local, "D001", "--from ref:main --to ref:<candidate>");
     let text = run(root, &["diff", "--from", "main", "--to", &dev]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     for line in [

@@ -190,3 +190,16 @@ pub fn assert_results_records(data: &serde_json::Value) {
         );
     }
 }
+
+/// `out` (a `--json` command) refused as bad input: exit 2, its first diagnostic `code`, whose
+/// help line says `help`.
+pub fn assert_refused(out: &Output, code: &str, help: &str) {
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let json = out.json();
+    let d = &json["diagnostics"][0];
+    assert_eq!(d["code"], code, "{json}");
+    assert!(
+        d["help"].as_str().unwrap_or_default().contains(help),
+        "help should say `{help}`: {json}"
+    );
+}

@@ -494,11 +494,10 @@ pub async fn diff_model(
         .kind()
         .to_string();
     let engine = Engine::of(&kind);
+    let reference = target.reference.unwrap_or(MAIN);
     let base_spec = match args.from.as_deref() {
         Some(side) => parse_side(side)?,
-        None if engine == Engine::Branches => {
-            SideSpec::Reference(target.reference.unwrap_or(MAIN).to_string())
-        }
+        None if engine == Engine::Branches => SideSpec::Reference(reference.to_string()),
         None => SideSpec::Model(ModelSide::Materialized),
     };
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
@@ -546,7 +545,7 @@ pub async fn diff_model(
         local: local.as_ref(),
         warehouse: warehouse.as_deref(),
         envs: envs.as_ref(),
-        reference: target.reference.unwrap_or(MAIN),
+        reference,
     };
     let key = key_for(c, index, &args.key);
     // A large warehouse table is compared where it lives, by one query, not fetched.

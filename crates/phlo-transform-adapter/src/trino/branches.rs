@@ -54,6 +54,19 @@ pub struct BranchTable {
     pub snapshot_id: i64,
 }
 
+/// What a branch has of a model's table at one commit.
+pub enum TableAt {
+    Found(BranchTable),
+    /// No table of the model there.
+    Missing,
+    /// The table, without snapshot `id`; its snapshots, newest first, as (id, commit time
+    /// in ms).
+    NoSnapshot {
+        id: i64,
+        snapshots: Vec<(i64, i64)>,
+    },
+}
+
 /// Why a publish or rollback did not move the branch.
 pub enum MoveError {
     /// The branch was not at the expected head: nothing changed.
@@ -360,15 +373,14 @@ impl Branches {
 
     /// Model `model_name`'s table on reference `name` at commit `hash`, read from its Iceberg
     /// metadata (found through Nessie's contents API at that commit, under `local_root`): a
-    /// provider of `snapshot`, else of its current snapshot. `None` when no table is there;
-    /// D001 (with the table's snapshots) when it has no such snapshot.
+    /// provider of `snapshot`, else of its current snapshot.
     pub async fn table_at(
         &self,
         name: &str,
         hash: &str,
         model_name: &str,
         snapshot: Option<i64>,
-    ) -> Result<Option<BranchTable>, AdapterError> {
+    ) -> Result<TableAt, AdapterError> {
         let branch = self.branch_of(name);
         let key = self.key_of(model_name);
         let parts: Vec<&str> = key.split('.').collect();
@@ -383,50 +395,34 @@ impl Branches {
             ..
         }) = content
         else {
-            return Ok(None);
+            return Ok(TableAt::Missing);
         };
-        let table = format!("table `{key}` on `{branch}` at {hash}");
         let unreadable = |e: String| {
             AdapterError::new(
                 codes::RELATION_UNAVAILABLE,
-                format!("{table} ({metadata_location}): {e}"),
+                format!("table `{key}` on `{branch}` at {hash} ({metadata_location}): {e}"),
             )
         };
         let path = local_path(&metadata_location, self.settings.local_root.as_deref())
             .map_err(|e| unreadable(e.to_string()))?;
-        let provider = crate::local::open_iceberg_provider(
+        let opened = crate::local::open_iceberg_provider(
             &path,
             &key,
             self.settings.local_root.as_deref(),
             snapshot,
         )
-        .await
-        .map_err(|e| match e {
-            IcebergOpenError::NoSnapshot { id, snapshots } => AdapterError::new(
-                codes::DIFF_UNKNOWN_SIDE,
-                format!("{table} has no snapshot {id}"),
-            )
-            .with_help(format!(
-                "its snapshots, newest first: {}",
-                snapshots
-                    .iter()
-                    .take(5)
-                    .map(
-                        |(id, at)| match chrono::DateTime::from_timestamp_millis(*at) {
-                            Some(at) => format!("{id} ({})", at.to_rfc3339()),
-                            None => id.to_string(),
-                        }
-                    )
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-            IcebergOpenError::Unreadable(e) => unreadable(e),
-        })?;
-        Ok(Some(BranchTable {
-            key,
-            provider,
-            snapshot_id: snapshot.unwrap_or(snapshot_id),
-        }))
+        .await;
+        match opened {
+            Ok(provider) => Ok(TableAt::Found(BranchTable {
+                key,
+                provider,
+                snapshot_id: snapshot.unwrap_or(snapshot_id),
+            })),
+            Err(IcebergOpenError::NoSnapshot { id, snapshots }) => {
+                Ok(TableAt::NoSnapshot { id, snapshots })
+            }
+            Err(IcebergOpenError::Unreadable(e)) => Err(unreadable(e)),
+        }
     }
 
     async fn sql(&self, sql: &str) -> Result<(), AdapterError> {

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::TableReference;
 use phlo_transform_adapter::snapshot::DeltaAt;
-use phlo_transform_adapter::trino::branches::Branches;
+use phlo_transform_adapter::trino::branches::{Branches, TableAt};
 use phlo_transform_adapter::LocalEngine;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -53,6 +53,33 @@ fn unreadable(model: &str, reference: &str, e: impl std::fmt::Display) -> Diagno
     .with_help(format!(
         "`phlo-transform ref show {reference}` shows where it points; `run --ref {reference}` builds it again"
     ))
+}
+
+/// D001: the model's table on `branch` at `hash` has no snapshot `id` (`iceberg:<id>`); the
+/// help lists its five newest.
+fn no_snapshot(
+    model: &str,
+    branch: &str,
+    hash: &str,
+    id: i64,
+    snapshots: &[(i64, i64)],
+) -> Diagnostic {
+    let newest = snapshots
+        .iter()
+        .take(5)
+        .map(
+            |(id, at)| match chrono::DateTime::from_timestamp_millis(*at) {
+                Some(at) => format!("{id} ({})", at.to_rfc3339()),
+                None => id.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(", ");
+    Diagnostic::error(
+        codes::DIFF_UNKNOWN_SIDE,
+        format!("the table of `{model}` on `{branch}` at {hash} has no snapshot {id}"),
+    )
+    .with_help(format!("its snapshots, newest first: {newest}"))
 }
 
 async fn counted(
@@ -119,21 +146,23 @@ impl Side {
                 hash,
             } => {
                 let branch = branches.branch_of(reference);
-                let table = branches
+                let at = branches
                     .table_at(reference, hash, name, snapshot)
                     .await
-                    .map_err(|e| match e.code {
-                        codes::DIFF_UNKNOWN_SIDE => Diagnostic::error(e.code, e.message)
-                            .with_help(e.help.unwrap_or_default()),
-                        _ => unreadable(name, reference, e.message),
-                    })?
-                    .ok_or_else(|| {
-                        unreadable(
+                    .map_err(|e| unreadable(name, reference, e.message))?;
+                let table = match at {
+                    TableAt::Found(table) => table,
+                    TableAt::Missing => {
+                        return Err(unreadable(
                             name,
                             reference,
                             format!("Nessie branch `{branch}` has no table at {hash}"),
-                        )
-                    })?;
+                        ))
+                    }
+                    TableAt::NoSnapshot { id, snapshots } => {
+                        return Err(no_snapshot(name, &branch, hash, id, &snapshots))
+                    }
+                };
                 let frame = ctx
                     .read_table(table.provider)
                     .map_err(|e| unreadable(name, reference, e.strip_backtrace()))?;
