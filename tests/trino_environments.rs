@@ -636,9 +636,49 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
         ],
     );
     common::assert_refused(&missing, "D001", &main_snapshot);
-    // Sides the embedded engine reads are refused on Trino, with the form that works.
-    let local = run(root, &["diff", "assay.results", "--json"]);
-    common::assert_refused(&local, "D001", "--from ref:main --to ref:<candidate>");
+    // The default sides on Trino: the model's SQL as the workspace defines it now (dev's),
+    // run by Trino over main's tables, against its table on main — dev's changes, row by row.
+    let workspace = ok(root, &["diff", "assay.results", "--full", "--json"]);
+    common::assert_results_records(&workspace);
+    let description = workspace["candidate"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("run by trino") && description.ends_with("on `main`"),
+        "{description}"
+    );
+    assert_eq!(workspace["schema"]["added"][0]["name"], "note");
+    // The same SQL over dev's tables against dev's table (`materialized` is the table its
+    // reference reads): nothing differs, column types and nullability included.
+    let same = ok(
+        root,
+        &[
+            "diff",
+            "assay.results",
+            "--ref",
+            &dev,
+            "--from",
+            "materialized",
+            "--full",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        same["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
+        "{same}"
+    );
+    for change in ["added", "removed", "retyped", "nullability", "renamed"] {
+        assert_eq!(
+            same["schema"][change],
+            serde_json::json!([]),
+            "{change}: {same}"
+        );
+    }
+    // Delta versions are the embedded engine's: refused on Trino, with the forms that work.
+    let delta = run(
+        root,
+        &["diff", "assay.results", "--from", "delta:1", "--json"],
+    );
+    common::assert_refused(&delta, "D001", "iceberg:<id>");
     let text = run(root, &["diff", "--from", "main", "--to", &dev]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     for line in [
@@ -682,4 +722,77 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
     assert_eq!(gate(&promoted, "data_diff")["passed"], true);
     assert_eq!(nessie_head(&main.branch).unwrap(), audited);
     ok(root, &["ref", "delete", &dev, "--json"]);
+}
+
+/// A model of every common Trino type, keyed on `id`; `first` is row 1's `amount` and
+/// `at_utc`, `last` the third row's id.
+fn typed(root: &Path, first: (&str, &str), last: u32) {
+    let (amount, at_utc) = first;
+    write_file(
+        root,
+        "workflows/assay/transforms/typed.sql",
+        &format!(
+            "-- @table\n-- @key id\nselect cast(id as bigint) as id, small, amount, price, ratio, ok, day, at, at_utc, label from (values \
+             (1, smallint '1', decimal '{amount}', real '1.5', 0.1e0, true, date '2024-01-05', timestamp '2024-01-05 09:00:00.123456', {at_utc}, 'a'), \
+             (2, smallint '-2', decimal '-0.01', cast(nan() as real), infinity(), false, date '1969-12-31', timestamp '1969-12-31 23:59:59.5', timestamp '2024-01-05 09:00:00 UTC', 'b'), \
+             ({last}, null, null, null, nan(), null, null, null, null, null)) \
+             as t(id, small, amount, price, ratio, ok, day, at, at_utc, label)\n"
+        ),
+    );
+}
+
+/// `diff <model>` on Trino with no sides: the model's SQL run by Trino and read from its JSON
+/// rows as Arrow, typed as the model's Iceberg table stores them, against that table on main.
+/// Unchanged, a model of every common type equals its own table — values, NaNs, infinities,
+/// NULLs, a zoned timestamp, column types and nullability; changed, it shows exactly the rows
+/// and values that changed.
+#[test]
+fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
+    let main = Main::create();
+    let schema = unique("wsdiff");
+    let dir = workspace(&main, &schema);
+    let root = dir.path();
+    let zoned = "timestamp '2024-01-05 04:00:00.5 America/New_York'";
+    typed(root, ("12.50", zoned), 3);
+    ok(root, &["run", "--json"]);
+
+    let same = ok(root, &["diff", "assay.typed", "--full", "--json"]);
+    assert_eq!(
+        same["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
+        "{same}"
+    );
+    for change in ["added", "removed", "retyped", "nullability", "renamed"] {
+        assert_eq!(
+            same["schema"][change],
+            serde_json::json!([]),
+            "{change}: {same}"
+        );
+    }
+    assert_eq!(
+        same["rows"],
+        serde_json::json!({"base": 3, "candidate": 3, "delta": 0})
+    );
+
+    // Row 1's amount and zoned time change (the same instant in another zone is no change),
+    // row 3 goes, row 4 comes.
+    typed(root, ("12.51", "timestamp '2024-01-05 09:00:00.5 UTC'"), 4);
+    let changed = ok(root, &["diff", "assay.typed", "--full", "--json"]);
+    assert_eq!(
+        changed["records"],
+        serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
+        "{changed}"
+    );
+    let counts = changed["changed_values"].as_object().unwrap();
+    let nonzero: Vec<(&String, &Value)> = counts.iter().filter(|(_, n)| **n != 0).collect();
+    assert_eq!(
+        nonzero,
+        vec![(&"amount".to_string(), &serde_json::json!(1))],
+        "{changed}"
+    );
+    assert_eq!(
+        changed["samples"]["modified"][0]["changes"]["amount"],
+        serde_json::json!({"base": "12.50", "candidate": "12.51"}),
+        "{changed}"
+    );
 }

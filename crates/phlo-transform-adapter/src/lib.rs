@@ -151,10 +151,10 @@ pub trait Adapter: Send + Sync {
     async fn execute(&self, query: &Query, inflight: &InFlight) -> Result<u64, AdapterError>;
 
     /// Runs `query` (physical names) and returns its rows as Arrow batches with their schema:
-    /// how `diff` reads a warehouse side (DuckDB, PostgreSQL). Held in memory whole (a side
-    /// is read once per comparison strategy that needs it). The others say they do not
-    /// (A006): `diff` reads the embedded engine's tables as DataFusion frames and Trino's as
-    /// Iceberg files.
+    /// how `diff` reads a warehouse side (DuckDB, PostgreSQL, and the model's SQL on Trino,
+    /// whose tables it reads as Iceberg files). Held in memory whole (a side is read once per
+    /// comparison strategy that needs it). The embedded engine says it does not (A006):
+    /// `diff` reads its tables as DataFusion frames.
     async fn fetch(
         &self,
         query: &Query,

@@ -16,8 +16,9 @@
 //!   the `--ref` branch (else main) has it at its head (Iceberg time travel).
 //!
 //! The other sides are read by the embedded engine. On a Trino + Nessie target its tables
-//! live in Iceberg on branches, so there the base defaults to `ref:<--ref, else main>` and a
-//! side the embedded engine reads is refused (D001) rather than read from an empty warehouse.
+//! live in Iceberg on branches: there `materialized` (the default base) is `ref:<--ref, else
+//! main>`, `workspace` is the model's SQL run by Trino over that branch's tables and fetched
+//! as Arrow, and Delta versions are refused (D001).
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
@@ -495,11 +496,7 @@ pub async fn diff_model(
         .to_string();
     let engine = Engine::of(&kind);
     let reference = target.reference.unwrap_or(MAIN);
-    let base_spec = match args.from.as_deref() {
-        Some(side) => parse_side(side)?,
-        None if engine == Engine::Branches => SideSpec::Reference(reference.to_string()),
-        None => SideSpec::Model(ModelSide::Materialized),
-    };
+    let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
     for (flag, text, spec) in [
         ("--from", args.from.as_deref(), &base_spec),
@@ -511,6 +508,14 @@ pub async fn diff_model(
         };
         engine.accepts(&kind, &model, &side, spec)?;
     }
+    // On branches the model's table as last materialised is the one its reference reads.
+    let on_branch = |spec: SideSpec| match spec {
+        SideSpec::Model(ModelSide::Materialized) if engine == Engine::Branches => {
+            SideSpec::Reference(reference.to_string())
+        }
+        other => other,
+    };
+    let (base_spec, cand_spec) = (on_branch(base_spec), on_branch(cand_spec));
     if let (Engine::Warehouse, Some(r)) = (engine, target.reference) {
         return Err(Diagnostic::error(
             codes::ENVIRONMENTS_UNSUPPORTED,
@@ -528,24 +533,34 @@ pub async fn diff_model(
     } else {
         None
     };
-    let warehouse = if engine == Engine::Warehouse {
-        // `Plan`: one connection, and no DuckDB file created where none is (diff only reads).
-        let (adapter, problems) = target.open_engine(c, None, Purpose::Plan).await?;
-        warnings.extend(problems);
-        Some(adapter)
-    } else {
-        None
-    };
-    let envs = if any(|s| !s.is_model()) {
+    let on_other_branch = engine == Engine::Branches && reference != MAIN;
+    let envs = if any(|s| !s.is_model()) || on_other_branch {
         Some(target.environments().await?)
     } else {
         None
     };
+    let warehouse =
+        if engine == Engine::Warehouse || (engine == Engine::Branches && any(SideSpec::is_model)) {
+            // On branches, the adapter bound to the `--ref` branch: the model's SQL reads its
+            // tables there. `Plan`: one connection, and no DuckDB file created where none is.
+            let binding = match &envs {
+                Some(envs) if on_other_branch => Some(envs.bind(Some(reference), None).await?),
+                _ => None,
+            };
+            let (adapter, problems) = target
+                .open_engine(c, binding.as_ref(), Purpose::Plan)
+                .await?;
+            warnings.extend(problems);
+            Some(adapter)
+        } else {
+            None
+        };
     let opened = Opened {
         local: local.as_ref(),
         warehouse: warehouse.as_deref(),
         envs: envs.as_ref(),
         reference,
+        on_branches: engine == Engine::Branches,
     };
     let key = key_for(c, index, &args.key);
     // A large warehouse table is compared where it lives, by one query, not fetched.
@@ -680,7 +695,8 @@ fn common_scales(
 enum Engine {
     /// The embedded engine's Delta tables (and its environments).
     Embedded,
-    /// Trino + Nessie: Iceberg tables on branches, read from their files.
+    /// Trino + Nessie: Iceberg tables on branches, read from their files; the model's SQL
+    /// run by Trino.
     Branches,
     /// A warehouse (DuckDB, PostgreSQL) read through its adapter: the model's relation and
     /// its SQL run there.
@@ -712,9 +728,9 @@ impl Engine {
             )
         };
         match (self, spec) {
-            (Engine::Branches, SideSpec::Model(_)) => refuse(
-                "the embedded engine reads that side, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
-                format!("compare two references: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
+            (Engine::Branches, SideSpec::Model(ModelSide::Delta(_) | ModelSide::Recorded(_))) => refuse(
+                "Delta versions are the embedded engine's, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
+                format!("name an Iceberg snapshot (iceberg:<id>) or a reference: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
             ),
             (Engine::Embedded, SideSpec::Snapshot(_)) => refuse(
                 format!("`{model}` is a Delta table of the embedded engine, not an Iceberg table"),
@@ -731,13 +747,15 @@ impl Engine {
 }
 
 /// What `diff_model` opened to read its sides: the embedded engine or the warehouse's
-/// adapter for the model's own sides, the environments for references and snapshots, and
+/// adapter (on Trino bound to the `--ref` branch) for the model's own sides, the environments for references and snapshots, and
 /// the reference `--ref` names (else main).
 struct Opened<'a> {
     local: Option<&'a LocalEngine>,
     warehouse: Option<&'a dyn Adapter>,
     envs: Option<&'a Environments>,
     reference: &'a str,
+    /// Trino + Nessie: the warehouse reads the `reference` branch's tables.
+    on_branches: bool,
 }
 
 impl Opened<'_> {
@@ -752,7 +770,14 @@ impl Opened<'_> {
         let (name, snapshot) = match spec {
             SideSpec::Model(side) => {
                 return match (self.warehouse, self.local) {
-                    (Some(adapter), _) => warehouse_frame(c, adapter, index, side).await,
+                    (Some(adapter), _) => {
+                        let (frame, description) = warehouse_frame(c, adapter, index, side).await?;
+                        let description = match self.on_branches {
+                            true => format!("{description} on `{}`", self.reference),
+                            false => description,
+                        };
+                        Ok((frame, description))
+                    }
                     (None, Some(engine)) => side_frame(c, engine, index, side).await,
                     (None, None) => {
                         unreachable!("diff_model opens an engine for the model's sides")

@@ -454,9 +454,12 @@ impl Trino {
     }
 
     fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        // PARAMETRIC_DATETIME: timestamps as their type's precision (`timestamp(6)`); a client
+        // without it gets them rounded to milliseconds and typed `timestamp(3)`.
         let request = request
             .header("X-Trino-User", &self.config.user)
-            .header("X-Trino-Source", &self.config.source);
+            .header("X-Trino-Source", &self.config.source)
+            .header("X-Trino-Client-Capabilities", "PARAMETRIC_DATETIME");
         match &self.config.password {
             Some(password) => request.basic_auth(&self.config.user, Some(password)),
             None => request,

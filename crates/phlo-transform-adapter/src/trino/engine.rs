@@ -20,6 +20,8 @@
 //!   the model file (`position::map_back`).
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_lakehouse::iceberg_state::{read_table_state, IcebergTableState};
@@ -934,6 +936,22 @@ impl Adapter for TrinoEngine {
                     format!("count(*) gave no number: {:?}", result.rows),
                 )
             })
+    }
+
+    /// Two statements: the query with no rows for its columns and their Trino types, then
+    /// its rows with zoned timestamps at UTC ([`super::rows`]), collected whole by the client.
+    async fn fetch(
+        &self,
+        query: &Query,
+        inflight: &InFlight,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), AdapterError> {
+        let sql = query.to_string();
+        let described = self
+            .tracked(&super::rows::columns_sql(&sql), inflight, None)
+            .await?;
+        let read = super::rows::read_sql(&sql, &described.columns);
+        let result = self.tracked(&read, inflight, None).await?;
+        super::rows::batch(&described.columns, &result.rows)
     }
 
     async fn create_table(

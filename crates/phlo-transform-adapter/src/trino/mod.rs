@@ -5,6 +5,7 @@ pub mod branches;
 pub mod client;
 mod engine;
 mod identity;
+mod rows;
 mod sources;
 
 use phlo_transform_core::diagnostic::codes;
