@@ -724,16 +724,16 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
     ok(root, &["ref", "delete", &dev, "--json"]);
 }
 
-/// A model of every common Trino type, keyed on `id`; `first` is row 1's `amount` and
-/// `at_utc`, `last` the third row's id.
-fn typed(root: &Path, first: (&str, &str), last: u32) {
-    let (amount, at_utc) = first;
+/// A model of every common Trino type, keyed on `id`; `first` is row 1's `amount`, `price`
+/// and `at_utc`, `last` the third row's id.
+fn typed(root: &Path, first: (&str, &str, &str), last: u32) {
+    let (amount, price, at_utc) = first;
     write_file(
         root,
         "workflows/assay/transforms/typed.sql",
         &format!(
             "-- @table\n-- @key id\nselect cast(id as bigint) as id, small, amount, price, ratio, ok, day, at, at_utc, label from (values \
-             (1, smallint '1', decimal '{amount}', real '1.5', 0.1e0, true, date '2024-01-05', timestamp '2024-01-05 09:00:00.123456', {at_utc}, 'a'), \
+             (1, smallint '1', decimal '{amount}', {price}, 0.1e0, true, date '2024-01-05', timestamp '2024-01-05 09:00:00.123456', {at_utc}, 'a'), \
              (2, smallint '-2', decimal '-0.01', cast(nan() as real), infinity(), false, date '1969-12-31', timestamp '1969-12-31 23:59:59.5', timestamp '2024-01-05 09:00:00 UTC', 'b'), \
              ({last}, null, null, null, nan(), null, null, null, null, null)) \
              as t(id, small, amount, price, ratio, ok, day, at, at_utc, label)\n"
@@ -745,7 +745,8 @@ fn typed(root: &Path, first: (&str, &str), last: u32) {
 /// rows as Arrow, typed as the model's Iceberg table stores them, against that table on main.
 /// Unchanged, a model of every common type equals its own table — values, NaNs, infinities,
 /// NULLs, a zoned timestamp, column types and nullability; changed, it shows exactly the rows
-/// and values that changed.
+/// and values that changed. Compared in Trino (as a large table is), the counts and samples
+/// are the same.
 #[test]
 fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
     let main = Main::create();
@@ -753,10 +754,10 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
     let dir = workspace(&main, &schema);
     let root = dir.path();
     let zoned = "timestamp '2024-01-05 04:00:00.5 America/New_York'";
-    typed(root, ("12.50", zoned), 3);
+    typed(root, ("12.50", "real '1.5'", zoned), 3);
     ok(root, &["run", "--json"]);
 
-    let same = ok(root, &["diff", "assay.typed", "--full", "--json"]);
+    let same = fetched_and_pushed_down(root);
     assert_eq!(
         same["records"],
         serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
@@ -774,10 +775,11 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
         serde_json::json!({"base": 3, "candidate": 3, "delta": 0})
     );
 
-    // Row 1's amount and zoned time change (the same instant in another zone is no change),
-    // row 3 goes, row 4 comes.
-    typed(root, ("12.51", "timestamp '2024-01-05 09:00:00.5 UTC'"), 4);
-    let changed = ok(root, &["diff", "assay.typed", "--full", "--json"]);
+    // Row 1's amount changes and its price becomes NaN; its zoned time is the same instant
+    // written at UTC (no change); row 3 goes, row 4 comes.
+    let utc = "timestamp '2024-01-05 09:00:00.5 UTC'";
+    typed(root, ("12.51", "cast(nan() as real)", utc), 4);
+    let changed = fetched_and_pushed_down(root);
     assert_eq!(
         changed["records"],
         serde_json::json!({"added": 1, "removed": 1, "modified": 1, "unchanged": 1}),
@@ -785,9 +787,10 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
     );
     let counts = changed["changed_values"].as_object().unwrap();
     let nonzero: Vec<(&String, &Value)> = counts.iter().filter(|(_, n)| **n != 0).collect();
+    let one = serde_json::json!(1);
     assert_eq!(
         nonzero,
-        vec![(&"amount".to_string(), &serde_json::json!(1))],
+        vec![(&"amount".to_string(), &one), (&"price".to_string(), &one)],
         "{changed}"
     );
     assert_eq!(
@@ -795,4 +798,31 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
         serde_json::json!({"base": "12.50", "candidate": "12.51"}),
         "{changed}"
     );
+}
+
+/// `diff assay.typed --full` twice: fetched into memory, and compared in Trino by the
+/// join-diff query (`--large-table-rows 1`). Both must agree on every count and sample; the
+/// fetched report is returned.
+fn fetched_and_pushed_down(root: &Path) -> Value {
+    let fetched = ok(root, &["diff", "assay.typed", "--full", "--json"]);
+    let pushed = ok(
+        root,
+        &[
+            "diff",
+            "assay.typed",
+            "--full",
+            "--large-table-rows",
+            "1",
+            "--json",
+        ],
+    );
+    let reason = pushed["strategy_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("compared in trino by one join-diff"),
+        "{reason}"
+    );
+    for part in ["rows", "records", "changed_values", "duplicates", "samples"] {
+        assert_eq!(pushed[part], fetched[part], "{part}: {pushed}\n{fetched}");
+    }
+    fetched
 }

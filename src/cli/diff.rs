@@ -56,6 +56,10 @@ pub struct DiffCliArgs {
     /// Write the differing rows to this Parquet file.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Base rows above which a table is large: the automatic strategy samples it, and on a
+    /// warehouse a keyed full diff runs there instead of fetching both sides.
+    #[arg(long, value_name = "ROWS", default_value_t = DiffOptions::default().large_table_rows)]
+    pub large_table_rows: u64,
 }
 
 impl DiffCliArgs {
@@ -67,14 +71,15 @@ impl DiffCliArgs {
             || !self.map.is_empty()
             || !self.exclude.is_empty()
             || self.sample.is_some()
-            || self.output.is_some();
+            || self.output.is_some()
+            || self.large_table_rows != DiffOptions::default().large_table_rows;
         match (&self.from, &self.to) {
             (Some(from), Some(to)) if !model_only => Ok((from, to)),
             (Some(_), Some(_)) => Err(Diagnostic::error(
                 codes::DIFF_INVALID_OPTION,
                 "a branch diff (no model) takes --from, --to and --full only",
             )
-            .with_help("name a model to diff it with --key, --strategy, --map, --exclude, --decimals, --sample or --output")),
+            .with_help("name a model to diff it with --key, --strategy, --map, --exclude, --decimals, --sample, --output or --large-table-rows")),
             _ => Err(Diagnostic::error(
                 codes::DIFF_INVALID_OPTION,
                 "diff without a model compares two references: give --from <ref> and --to <ref>",
@@ -100,6 +105,7 @@ impl DiffCliArgs {
             exclude: self.exclude.clone(),
             sample_limit: self.samples,
             keep_differing_rows: self.output.is_some(),
+            large_table_rows: self.large_table_rows,
             ..DiffOptions::default()
         };
         if let Some(f) = self.sample {

@@ -850,6 +850,15 @@ pub fn diff_reads_the_warehouse(root: &Path, warehouse: &dyn Warehouse) -> serde
         &warehouse.spell(DIFF_CANDIDATE),
     );
     let report = ok(&run(root, &["diff", "x.results", "--json"]));
+    // Compared in the warehouse by the join-diff query (as a large table is), the same
+    // counts and samples.
+    let args = ["diff", "x.results", "--large-table-rows", "1", "--json"];
+    let pushed = ok(&run(root, &args));
+    let reason = pushed["strategy_reason"].as_str().unwrap();
+    assert!(reason.contains("join-diff query"), "{reason}");
+    for part in ["rows", "records", "changed_values", "duplicates", "samples"] {
+        assert_eq!(pushed[part], report[part], "{part}: {pushed}\n{report}");
+    }
     assert_eq!(report["key"], serde_json::json!(["id"]));
     assert_eq!(
         report["records"],
@@ -985,6 +994,26 @@ pub fn large_diff_runs_in_the_warehouse(root: &Path, warehouse: &dyn Warehouse) 
         "{report}"
     );
     assert_eq!(report["duplicates"]["base"]["keys"], 0, "{report}");
+    // Samples, from a second query over the differing keys: the ten smallest of each kind,
+    // as the in-memory comparison shows them.
+    let samples = &report["samples"];
+    for (kind, first) in [("added", 2_000_001), ("removed", 1), ("modified", 1000)] {
+        assert_eq!(
+            samples[kind].as_array().unwrap().len(),
+            10,
+            "{kind}: {report}"
+        );
+        assert_eq!(samples[kind][0]["key"]["id"], first, "{kind}: {report}");
+    }
+    assert_eq!(
+        samples["modified"][0]["changes"],
+        serde_json::json!({"v": {"base": 6, "candidate": 7}, "tag": {"base": "s1", "candidate": "changed"}}),
+        "{report}"
+    );
+    assert_eq!(samples["added"][0]["values"]["tag"], "new", "{report}");
+    let no_samples = ok(&run(root, &["diff", "x.big", "--samples", "0", "--json"]));
+    assert_eq!(no_samples["records"], report["records"]);
+    assert_eq!(no_samples["samples"]["modified"], serde_json::json!([]));
     // The sides swapped: the model's SQL is the base, the table the candidate.
     let swapped = ok(&run(
         root,
@@ -1033,6 +1062,11 @@ pub fn large_diff_runs_in_the_warehouse(root: &Path, warehouse: &dyn Warehouse) 
     assert_eq!(
         dup["duplicates"]["candidate"],
         serde_json::json!({"keys": 3, "rows": 6}),
+        "{dup}"
+    );
+    assert_eq!(
+        dup["duplicates"]["samples"].as_array().map(Vec::len),
+        Some(3),
         "{dup}"
     );
     assert_eq!(

@@ -30,7 +30,7 @@ pub use infer::{infer_key, InferredKey};
 pub use keyed::{DuplicateCounts, Duplicates, RecordSamples, Records};
 pub use options::{DiffOptions, Strategy};
 pub use policy::{DiffPolicy, PolicyResult};
-pub use pushdown::PushdownEngine;
+pub use pushdown::{NanSemantics, PushdownEngine};
 pub use report::{DiffReport, KeySource, RowCounts, SideReport};
 pub use run::{diff, DiffRequest, KeyChoice, SideInput};
 pub use schema::SchemaDiff;

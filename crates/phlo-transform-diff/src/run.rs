@@ -205,7 +205,7 @@ async fn choose(req: &DiffRequest) -> Result<(Strategy, String), Diagnostic> {
             None | Some(Strategy::Full) if !keyless => Ok((
                 Strategy::Full,
                 format!(
-                    "every row compared in {} by one join-diff query (the sides are not fetched): counts only, no samples",
+                    "every row compared in {} by one join-diff query (the sides are not fetched); samples by a second query over the differing keys",
                     engine.name()
                 ),
             )),
@@ -327,7 +327,13 @@ pub async fn diff(req: DiffRequest) -> Result<DiffReport, Diagnostic> {
         Strategy::Full => Some(match &req.pushdown {
             Some(engine) => {
                 let candidate = req.candidate.frame.schema().as_arrow().clone();
-                pushdown::compare(engine.as_ref(), &alignment, &candidate).await?
+                pushdown::compare(
+                    engine.as_ref(),
+                    &alignment,
+                    &candidate,
+                    options.sample_limit,
+                )
+                .await?
             }
             None => {
                 keyed(

@@ -37,8 +37,8 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_diff::{
-    DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, PushdownEngine,
-    SideInput, Strategy,
+    DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, NanSemantics,
+    PushdownEngine, SideInput, Strategy,
 };
 use phlo_transform_project::{DiffSection, Materialization};
 use std::collections::HashMap;
@@ -563,18 +563,36 @@ pub async fn diff_model(
         on_branches: engine == Engine::Branches,
     };
     let key = key_for(c, index, &args.key);
-    // A large warehouse table is compared where it lives, by one query, not fetched.
-    let pushdown = match (&warehouse, &base_spec, &cand_spec) {
-        (Some(adapter), SideSpec::Model(b), SideSpec::Model(c_side))
+    // A large warehouse table is compared where it lives, by one query, not fetched. On
+    // branches the reference the adapter is bound to is the model's table there.
+    let in_warehouse = |spec: &SideSpec| match spec {
+        SideSpec::Model(side) => Some(side.clone()),
+        SideSpec::Reference(r) if engine == Engine::Branches && r == reference => {
+            Some(ModelSide::Materialized)
+        }
+        _ => None,
+    };
+    let pushdown = match (
+        &warehouse,
+        in_warehouse(&base_spec),
+        in_warehouse(&cand_spec),
+    ) {
+        (Some(adapter), Some(b), Some(c_side))
             if !key.columns.is_empty() && matches!(args.strategy, None | Some(Strategy::Full)) =>
         {
             let large = args.options.large_table_rows;
-            pushed_down(c, adapter, index, (b, c_side), large).await?
+            pushed_down(c, adapter, index, (&b, &c_side), large).await?
         }
         _ => None,
     };
     let (sides, pushdown) = match pushdown {
-        Some((sides, engine)) => (sides, Some(engine)),
+        Some((Sides { base, candidate }, engine)) => {
+            let sides = Sides {
+                base: (base.0, opened.in_warehouse(base.1)),
+                candidate: (candidate.0, opened.in_warehouse(candidate.1)),
+            };
+            (sides, Some(engine))
+        }
         None => (
             Sides {
                 base: opened.read(c, index, &base_spec, warnings).await?,
@@ -759,6 +777,14 @@ struct Opened<'a> {
 }
 
 impl Opened<'_> {
+    /// A description of a side the warehouse read: on branches, with the branch's reference.
+    fn in_warehouse(&self, description: String) -> String {
+        match self.on_branches {
+            true => format!("{description} on `{}`", self.reference),
+            false => description,
+        }
+    }
+
     /// One side as a frame and its description.
     async fn read(
         &self,
@@ -772,11 +798,7 @@ impl Opened<'_> {
                 return match (self.warehouse, self.local) {
                     (Some(adapter), _) => {
                         let (frame, description) = warehouse_frame(c, adapter, index, side).await?;
-                        let description = match self.on_branches {
-                            true => format!("{description} on `{}`", self.reference),
-                            false => description,
-                        };
-                        Ok((frame, description))
+                        Ok((frame, self.in_warehouse(description)))
                     }
                     (None, Some(engine)) => side_frame(c, engine, index, side).await,
                     (None, None) => {
@@ -881,7 +903,7 @@ async fn warehouse_frame(
 /// Both sides of a keyed full diff in a warehouse whose base relation has more than
 /// `large_rows` rows: compared there by one query ([`phlo_transform_diff::PushdownEngine`]),
 /// the frames only the sides' schemas (`LIMIT 0`). `None` for a smaller table, which is
-/// fetched (the full comparison then also gives samples and `--output`).
+/// fetched (the full comparison in memory then also writes `--output`).
 async fn pushed_down(
     c: &Compilation,
     adapter: &Arc<dyn Adapter>,
@@ -944,6 +966,13 @@ impl PushdownEngine for WarehousePushdown {
 
     fn candidate_sql(&self) -> &str {
         &self.candidate_sql
+    }
+
+    fn nan(&self) -> NanSemantics {
+        match self.adapter.name() {
+            "trino" => NanSemantics::Unordered,
+            _ => NanSemantics::Ordered,
+        }
     }
 
     fn run(
