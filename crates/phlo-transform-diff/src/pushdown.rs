@@ -1,20 +1,19 @@
-//! The keyed full comparison pushed down into the engine that holds both sides (a DuckDB or
-//! PostgreSQL warehouse): one SQL query counts what `keyed` counts, so a large table is
-//! never fetched. It stacks both sides (`UNION ALL`, with a side marker) and groups by the
-//! key — grouping is NULL-safe, as the key index is. A group is one key; its two row counts
-//! say added, removed, matched or duplicated; a compared column differs in a matched group
-//! when its two values differ (`min(v) <> max(v)`; booleans as integers; columns compared
-//! as text cast to text in each branch) or one is NULL (`count(v) = 1`), or, with a
-//! tolerance, when they differ by more than it. The counts are the full comparison's, but for
-//! what the engine's equality says that ours does not: `-0.0 = 0.0` there (ours compares
-//! float bits), and DuckDB's `INTERVAL '1 day' = INTERVAL '24 hours'`. When anything
-//! differs, a second query returns the rows of a few keys of each kind, which the in-memory
+//! The keyed full comparison pushed down into the engine that holds both sides (a DuckDB,
+//! PostgreSQL or Trino warehouse): one SQL query counts what `keyed` counts, so a large table
+//! is never fetched. It stacks both sides (`UNION ALL`, with a side marker) and groups by the
+//! key — grouping is NULL-safe, as the key index is. A group is one key: its two row counts
+//! say added, removed, matched or duplicated, and each compared column's value on each side
+//! (`max` of that side's rows; booleans as integers; columns compared as text cast to text in
+//! each branch) says whether it differs — one NULL, or two values that differ (by more than
+//! the column's tolerance). The counts are the full comparison's, but for what the engine's
+//! equality says that ours does not: `-0.0 = 0.0` there (ours compares float bits), and
+//! DuckDB's `INTERVAL '1 day' = INTERVAL '24 hours'`. The same query returns, after its row
+//! of counts, the groups of the smallest keys of each differing kind, which the in-memory
 //! comparison turns into the report's samples. No `--output` (the rows stay in the engine).
 
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch,
 };
-use datafusion::arrow::compute::kernels::boolean::not;
 use datafusion::arrow::compute::{cast, filter};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use futures::future::BoxFuture;
@@ -23,7 +22,9 @@ use phlo_transform_core::Diagnostic;
 use std::sync::Arc;
 
 use crate::keyed::{DuplicateCounts, Duplicates, KeyedDiff, KeyedOutcome, RecordSamples, Records};
-use crate::schema::Alignment;
+use crate::schema::{AlignedColumn, Alignment};
+use crate::values;
+use serde_json::{json, Value};
 
 /// An engine holding both sides as queries it can run.
 pub trait PushdownEngine: Send + Sync {
@@ -35,7 +36,7 @@ pub trait PushdownEngine: Send + Sync {
     fn candidate_sql(&self) -> &str;
     /// Runs `sql` and returns its rows.
     fn run(&self, sql: String) -> BoxFuture<'_, Result<RecordBatch, Diagnostic>>;
-    /// How the engine's `min`, `max` and `<>` treat a floating-point NaN.
+    /// How the engine's `<>` treats a floating-point NaN.
     fn nan(&self) -> NanSemantics {
         NanSemantics::Ordered
     }
@@ -45,11 +46,9 @@ pub trait PushdownEngine: Send + Sync {
 /// are found to differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NanSemantics {
-    /// NaN equals NaN and sorts above every number, so `min(v) <> max(v)` sees it as a
-    /// value (DuckDB, PostgreSQL).
+    /// NaN equals NaN and sorts above every number, as in memory (DuckDB, PostgreSQL).
     Ordered,
-    /// `min` and `max` skip NaN and `NaN <> NaN` holds (Trino): NaNs are counted apart with
-    /// `is_nan`.
+    /// `NaN <> NaN` holds (Trino): NaNs are compared apart with `is_nan`.
     Unordered,
 }
 
@@ -80,7 +79,7 @@ fn stacked(side: u8, alias: &str, names: &[String], types: &[&DataType]) -> Stri
     format!("SELECT {side} AS phlo_side, {list}")
 }
 
-/// `column` as both engines can take its `min` and `max` (PostgreSQL has none for booleans).
+/// `column` as every engine can take its `max` (PostgreSQL has none for booleans).
 fn comparable(column: &str, data_type: &DataType) -> String {
     match data_type {
         DataType::Boolean => format!("CAST({column} AS INTEGER)"),
@@ -88,81 +87,63 @@ fn comparable(column: &str, data_type: &DataType) -> String {
     }
 }
 
-/// The stacked sides grouped by key, shared by the counting and the sampling queries:
-/// `with` defines `phlo_u` (both sides, `phlo_side` and `c0…`) and `phlo_g` (per key: the key
-/// columns, `nb` and `nc` its rows on each side, `d<j>` 1 when compared column `j` differs);
-/// `any_differs` is the expression over `phlo_g` that is positive when any does.
-struct Grouped {
-    with: String,
-    any_differs: String,
-    ndiffers: usize,
-    nkeys: usize,
-}
+/// `phlo_kind` of a group: what its key is.
+const ADDED: i32 = 0;
+const REMOVED: i32 = 1;
+const MODIFIED: i32 = 2;
+const DUPLICATED: i32 = 3;
+const UNCHANGED: i32 = 4;
+/// `phlo_kind` of the row of counts.
+const COUNTS: i32 = -1;
 
-/// The counting query over `alignment` (`candidate`: the candidate side's schema, whose
-/// column names differ from the base's under `--map`).
-fn query(engine: &dyn PushdownEngine, alignment: &Alignment, candidate: &Schema) -> String {
-    let g = grouped(engine, alignment, candidate);
-    let sum = |value: &str, condition: &str| {
-        format!("CAST(coalesce(sum(CASE WHEN {condition} THEN {value} ELSE 0 END), 0) AS BIGINT)")
+/// The counts of the row of counts, before `changed_<j>`.
+const COUNT_NAMES: [&str; 10] = [
+    "base_rows",
+    "candidate_rows",
+    "added",
+    "removed",
+    "modified",
+    "unchanged",
+    "base_duplicate_keys",
+    "base_duplicate_rows",
+    "candidate_duplicate_keys",
+    "candidate_duplicate_rows",
+];
+
+/// 1 when a matched key's values `b` (base) and `v` (candidate) of column `c` differ, as
+/// `changed_at` decides it: one NULL, or two values not equal — two infinities or two NaNs
+/// are equal, and with a tolerance only a difference beyond it counts (an infinite one
+/// leaves only a NULL against a value).
+fn differs(b: &str, v: &str, c: &AlignedColumn, nan: NanSemantics) -> String {
+    let distinct = match c.tolerance {
+        Some(t) if t.is_finite() => format!("({b} <> {v} AND abs({b} - {v}) > {t:e})"),
+        Some(_) => "false".to_string(),
+        None => format!("{b} <> {v}"),
     };
-    let any_differs = &g.any_differs;
-    let matched = "nb = 1 AND nc = 1";
-    let mut outputs = vec![
-        format!("{} AS base_rows", sum("nb", "nb > 0")),
-        format!("{} AS candidate_rows", sum("nc", "nc > 0")),
-        format!("{} AS added", sum("1", "nb = 0 AND nc = 1")),
-        format!("{} AS removed", sum("1", "nb = 1 AND nc = 0")),
-        format!(
-            "{} AS modified",
-            sum("1", &format!("{matched} AND {any_differs} > 0"))
-        ),
-        format!(
-            "{} AS unchanged",
-            sum("1", &format!("{matched} AND {any_differs} = 0"))
-        ),
-        format!("{} AS base_duplicate_keys", sum("1", "nb > 1")),
-        format!("{} AS base_duplicate_rows", sum("nb", "nb > 1")),
-        format!("{} AS candidate_duplicate_keys", sum("1", "nc > 1")),
-        format!("{} AS candidate_duplicate_rows", sum("nc", "nc > 1")),
-    ];
-    outputs.extend(
-        (0..g.ndiffers).map(|j| format!("{} AS changed_{j}", sum(&format!("d{j}"), matched))),
+    let float = matches!(
+        c.data_type,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
     );
-    format!("{} SELECT {} FROM phlo_g", g.with, outputs.join(", "))
+    let distinct = match nan {
+        NanSemantics::Unordered if float => format!(
+            "(is_nan({b}) <> is_nan({v}) OR (NOT is_nan({b}) AND NOT is_nan({v}) AND {distinct}))"
+        ),
+        _ => distinct,
+    };
+    format!("CASE WHEN ({b} IS NULL) <> ({v} IS NULL) OR {distinct} THEN 1 ELSE 0 END")
 }
 
-/// The rows, from both sides (`phlo_side`, then `c0…` as stacked), of up to `limit` keys of
-/// each kind — added, removed, modified, duplicated — the smallest keys of each: what the
-/// report's samples are taken from, compared again in memory. A second pass over the sides.
-fn sample_query(
+/// The comparison query over `alignment` (`candidate`: the candidate side's schema, whose
+/// column names differ from the base's under `--map`). Its first row (`phlo_kind` -1) has
+/// the counts; with a `limit`, the rows after it are the groups of up to `limit` smallest
+/// keys of each differing kind: `phlo_kind`, `nb` and `nc` (rows per side), the key `c<i>`,
+/// and each compared column's base `b<j>` and candidate `v<j>` values.
+fn query(
     engine: &dyn PushdownEngine,
     alignment: &Alignment,
     candidate: &Schema,
     limit: usize,
 ) -> String {
-    let g = grouped(engine, alignment, candidate);
-    let keys: Vec<String> = (0..g.nkeys).map(|i| format!("c{i}")).collect();
-    let on = keys
-        .iter()
-        .map(|k| format!("phlo_u.{k} IS NOT DISTINCT FROM phlo_s.{k}"))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let keys = keys.join(", ");
-    let any_differs = &g.any_differs;
-    format!(
-        "{}, phlo_k AS (SELECT {keys}, CASE WHEN nb > 1 OR nc > 1 THEN 3 \
-         WHEN nb = 0 THEN 0 WHEN nc = 0 THEN 1 WHEN {any_differs} > 0 THEN 2 END AS phlo_kind \
-         FROM phlo_g), \
-         phlo_r AS (SELECT {keys}, row_number() OVER (PARTITION BY phlo_kind ORDER BY {keys}) AS phlo_n \
-         FROM phlo_k WHERE phlo_kind IS NOT NULL), \
-         phlo_s AS (SELECT {keys} FROM phlo_r WHERE phlo_n <= {limit}) \
-         SELECT phlo_u.* FROM phlo_u JOIN phlo_s ON {on}",
-        g.with
-    )
-}
-
-fn grouped(engine: &dyn PushdownEngine, alignment: &Alignment, candidate: &Schema) -> Grouped {
     let (base_sql, cand_sql) = (engine.base_sql(), engine.candidate_sql());
     let columns: Vec<_> = alignment.key.iter().chain(&alignment.compared).collect();
     let types: Vec<&DataType> = columns.iter().map(|c| &c.data_type).collect();
@@ -172,96 +153,138 @@ fn grouped(engine: &dyn PushdownEngine, alignment: &Alignment, candidate: &Schem
         .map(|c| candidate.field(c.candidate_index).name().clone())
         .collect();
     let nkeys = alignment.key.len();
-    let differs: Vec<String> = alignment
-        .compared
-        .iter()
-        .enumerate()
-        .map(|(j, c)| {
-            let c_v = format!("c{}", nkeys + j);
-            let v = comparable(&c_v, &c.data_type);
-            // As `changed_at`: equal values (two infinities, two NaNs) never differ, and
-            // an infinite tolerance leaves only a NULL against a value.
-            let distinct = match c.tolerance {
-                Some(t) if t.is_finite() => {
-                    format!("(min({v}) <> max({v}) AND max({v}) - min({v}) > {t:e})")
-                }
-                Some(_) => "false".to_string(),
-                None => format!("min({v}) <> max({v})"),
-            };
-            // Where min/max skip NaN: one NaN against a number differs, two NaNs do not.
-            let float = matches!(
-                c.data_type,
-                DataType::Float16 | DataType::Float32 | DataType::Float64
-            );
-            let distinct = match engine.nan() {
-                NanSemantics::Unordered if float => {
-                    let nans = format!("count_if(is_nan({c_v}))");
-                    format!("(({nans} = 1 AND count({c_v}) = 2) OR ({nans} = 0 AND {distinct}))")
-                }
-                _ => distinct,
-            };
-            let v = c_v;
-            format!("CASE WHEN count({v}) = 1 OR {distinct} THEN 1 ELSE 0 END AS d{j}")
-        })
-        .collect();
-    let any_differs = match differs.len() {
+    let keys = (0..nkeys)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut per_key = vec![
+        "count(CASE WHEN phlo_side = 0 THEN 1 END) AS nb".to_string(),
+        "count(CASE WHEN phlo_side = 1 THEN 1 END) AS nc".to_string(),
+    ];
+    let mut differ = Vec::new();
+    let mut values = Vec::new();
+    for (j, c) in alignment.compared.iter().enumerate() {
+        let value = comparable(&format!("c{}", nkeys + j), &c.data_type);
+        per_key.push(format!(
+            "max(CASE WHEN phlo_side = 0 THEN {value} END) AS b{j}, max(CASE WHEN phlo_side = 1 THEN {value} END) AS v{j}"
+        ));
+        differ.push(format!(
+            ", {} AS d{j}",
+            differs(&format!("b{j}"), &format!("v{j}"), c, engine.nan())
+        ));
+        values.push(format!("b{j}, v{j}"));
+    }
+    let any_differs = match alignment.compared.len() {
         0 => "0".to_string(),
         n => (0..n)
             .map(|j| format!("d{j}"))
             .collect::<Vec<_>>()
             .join(" + "),
     };
-    let ndiffers = differs.len();
-    let per_key = std::iter::once(
-        "count(CASE WHEN phlo_side = 0 THEN 1 END) AS nb, count(CASE WHEN phlo_side = 1 THEN 1 END) AS nc"
-            .to_string(),
-    )
-    .chain(differs)
-    .collect::<Vec<_>>()
-    .join(", ");
-    let group_by = (0..nkeys)
-        .map(|i| format!("c{i}"))
+    let kind = format!(
+        "CASE WHEN nb > 1 OR nc > 1 THEN {DUPLICATED} WHEN nb = 0 THEN {ADDED} \
+         WHEN nc = 0 THEN {REMOVED} WHEN {any_differs} > 0 THEN {MODIFIED} ELSE {UNCHANGED} END"
+    );
+    let sum = |value: &str, condition: &str| {
+        format!("CAST(coalesce(sum(CASE WHEN {condition} THEN {value} ELSE 0 END), 0) AS BIGINT)")
+    };
+    let matched = "nb = 1 AND nc = 1";
+    let kind_is = |k: i32| format!("phlo_kind = {k}");
+    let mut counts = [
+        sum("nb", "nb > 0"),
+        sum("nc", "nc > 0"),
+        sum("1", &kind_is(ADDED)),
+        sum("1", &kind_is(REMOVED)),
+        sum("1", &kind_is(MODIFIED)),
+        sum("1", &kind_is(UNCHANGED)),
+        sum("1", "nb > 1"),
+        sum("nb", "nb > 1"),
+        sum("1", "nc > 1"),
+        sum("nc", "nc > 1"),
+    ]
+    .iter()
+    .zip(COUNT_NAMES)
+    .map(|(sum, name)| format!("{sum} AS {name}"))
+    .collect::<Vec<_>>();
+    counts.extend(
+        (0..alignment.compared.len())
+            .map(|j| format!("{} AS changed_{j}", sum(&format!("d{j}"), matched))),
+    );
+    let with = format!(
+        "WITH phlo_u AS ({} FROM ({base_sql}) AS b UNION ALL {} FROM ({cand_sql}) AS c), \
+         phlo_g AS (SELECT {keys}, {} FROM phlo_u GROUP BY {keys}), \
+         phlo_d AS (SELECT phlo_x.*, {kind} AS phlo_kind FROM (SELECT phlo_g.*{} FROM phlo_g) AS phlo_x)",
+        stacked(0, "b", &base_names, &types),
+        stacked(1, "c", &cand_names, &types),
+        per_key.join(", "),
+        differ.concat(),
+    );
+    // The row of counts; `padding` fills the sampled groups' columns.
+    let counted = |padding: &str| {
+        format!(
+            "SELECT {COUNTS} AS phlo_kind, {}{padding} FROM phlo_d",
+            counts.join(", ")
+        )
+    };
+    if limit == 0 {
+        return format!("{with} {}", counted(""));
+    }
+    let sampled = std::iter::once(format!("nb, nc, {keys}"))
+        .chain(values)
         .collect::<Vec<_>>()
         .join(", ");
-    Grouped {
-        with: format!(
-            "WITH phlo_u AS ({} FROM ({base_sql}) AS b UNION ALL {} FROM ({cand_sql}) AS c), \
-             phlo_g AS (SELECT {group_by}, {per_key} FROM phlo_u GROUP BY {group_by})",
-            stacked(0, "b", &base_names, &types),
-            stacked(1, "c", &cand_names, &types),
-        ),
-        any_differs,
-        ndiffers,
-        nkeys,
-    }
+    // A union's columns are named by its first branch, the row of counts.
+    let padding = sampled
+        .split(", ")
+        .map(|name| format!("NULL AS {name}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{with}, phlo_s AS (SELECT * FROM (SELECT phlo_d.*, row_number() OVER \
+         (PARTITION BY phlo_kind ORDER BY {keys}) AS phlo_n FROM phlo_d WHERE phlo_kind <> {UNCHANGED}) \
+         AS phlo_r WHERE phlo_n <= {limit}) \
+         {} UNION ALL SELECT phlo_kind, {}, {sampled} FROM phlo_s",
+        counted(&format!(", {padding}")),
+        vec!["NULL"; counts.len()].join(", "),
+    )
 }
 
-/// The full comparison of `alignment`'s sides, run by `engine`; with up to `sample_limit`
-/// samples of each kind when anything differs (a second query, [`sample_query`]).
+/// The full comparison of `alignment`'s sides, run by `engine` in one query; with up to
+/// `sample_limit` samples of each kind.
 pub async fn compare(
     engine: &dyn PushdownEngine,
     alignment: &Alignment,
     candidate: &Schema,
     sample_limit: usize,
 ) -> Result<KeyedOutcome, Diagnostic> {
-    let sql = query(engine, alignment, candidate);
-    let batch = engine.run(sql).await?;
-    let n = |name: &str| -> Result<u64, Diagnostic> {
-        batch
+    let batch = engine
+        .run(query(engine, alignment, candidate, sample_limit))
+        .await?;
+    let unreadable = |what: String| {
+        Diagnostic::error(
+            codes::DIFF_UNREADABLE_SIDE,
+            format!("the join diff in {} returned {what}", engine.name()),
+        )
+        .with_help("run the diff with --strategy sampled, or on a smaller table")
+    };
+    let int = |name: &str, to: &DataType| -> Result<ArrayRef, Diagnostic> {
+        let column = batch
             .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
-            .filter(|c| c.len() == 1 && c.is_valid(0))
-            .map(|c| c.value(0) as u64)
-            .ok_or_else(|| {
-                Diagnostic::error(
-                    codes::DIFF_UNREADABLE_SIDE,
-                    format!(
-                        "the join diff in {} returned no count `{name}`",
-                        engine.name()
-                    ),
-                )
-                .with_help("run the diff with --strategy sampled, or on a smaller table")
-            })
+            .ok_or_else(|| unreadable(format!("no column `{name}`")))?;
+        cast(column, to).map_err(|e| unreadable(format!("`{name}` not an integer: {e}")))
+    };
+    let kinds = int("phlo_kind", &DataType::Int32)?;
+    let kinds = kinds.as_any().downcast_ref::<Int32Array>().expect("cast");
+    let totals = (0..kinds.len())
+        .find(|&i| kinds.value(i) == COUNTS)
+        .ok_or_else(|| unreadable("no row of counts".into()))?;
+    let n = |name: &str| -> Result<u64, Diagnostic> {
+        let column = int(name, &DataType::Int64)?;
+        let column = column.as_any().downcast_ref::<Int64Array>().expect("cast");
+        match column.is_valid(totals) {
+            true => Ok(column.value(totals) as u64),
+            false => Err(unreadable(format!("no count `{name}`"))),
+        }
     };
     let records = Records {
         added: n("added")?,
@@ -276,25 +299,10 @@ pub async fn compare(
         .map(|(j, c)| Ok((c.name.clone(), n(&format!("changed_{j}"))?)))
         .collect::<Result<_, Diagnostic>>()?;
     let (base_rows, candidate_rows) = (n("base_rows")?, n("candidate_rows")?);
-    let duplicates = Duplicates {
-        base: DuplicateCounts {
-            keys: n("base_duplicate_keys")?,
-            rows: n("base_duplicate_rows")?,
-        },
-        candidate: DuplicateCounts {
-            keys: n("candidate_duplicate_keys")?,
-            rows: n("candidate_duplicate_rows")?,
-        },
-        samples: Vec::new(),
+    let (samples, duplicate_samples) = match sample_limit {
+        0 => Default::default(),
+        limit => samples(&batch, kinds, alignment, limit).map_err(unreadable)?,
     };
-    let differs = records.added + records.removed + records.modified > 0
-        || duplicates.base.keys + duplicates.candidate.keys > 0;
-    let sampled = match sample_limit {
-        0 => None,
-        _ if !differs => None,
-        limit => Some(samples(engine, alignment, candidate, limit).await?),
-    };
-    let (samples, duplicate_samples) = sampled.unwrap_or_default();
     Ok(KeyedOutcome {
         base_rows,
         candidate_rows,
@@ -303,27 +311,114 @@ pub async fn compare(
         records,
         changed_values,
         duplicates: Duplicates {
+            base: DuplicateCounts {
+                keys: n("base_duplicate_keys")?,
+                rows: n("base_duplicate_rows")?,
+            },
+            candidate: DuplicateCounts {
+                keys: n("candidate_duplicate_keys")?,
+                rows: n("candidate_duplicate_rows")?,
+            },
             samples: duplicate_samples,
-            ..duplicates
         },
         samples,
         differing_rows: None,
     })
 }
 
-/// `alignment` with each decimal column at the scale the sample `rows` (`phlo_side`, then
-/// the aligned columns) were read at when that is larger: a decimal whose scale comes from
-/// its values (PostgreSQL `numeric`) has none in the sides' schemas, which were read without
-/// rows, and casting its values to that scale would round them.
+/// The report's samples from the sampled groups of `rows` (see [`query`]): added, removed
+/// and modified keys compared again by the in-memory comparison — each side's row its key
+/// and its values — so they read exactly as for a fetched table; duplicated keys with their
+/// row counts.
+fn samples(
+    rows: &RecordBatch,
+    kinds: &Int32Array,
+    alignment: &Alignment,
+    limit: usize,
+) -> Result<(RecordSamples, Vec<Value>), String> {
+    let alignment = &at_read_scales(alignment, rows);
+    let column = |name: &str| {
+        rows.column_by_name(name)
+            .cloned()
+            .ok_or_else(|| format!("no column `{name}`"))
+    };
+    let nkeys = alignment.key.len();
+    let mut keys = Vec::with_capacity(nkeys);
+    for (i, c) in alignment.key.iter().enumerate() {
+        let key = cast(&column(&format!("c{i}"))?, &c.data_type)
+            .map_err(|e| format!("key `{}`: {e}", c.name))?;
+        keys.push(key);
+    }
+    // One side's rows: the key, then each compared column's value on that side.
+    let side = |prefix: char, of: &[i32]| -> Result<RecordBatch, String> {
+        let keep: BooleanArray = kinds.iter().map(|k| k.map(|k| of.contains(&k))).collect();
+        let mut columns = Vec::with_capacity(alignment.schema.fields().len());
+        for key in &keys {
+            columns.push(filter(key, &keep).map_err(|e| e.to_string())?);
+        }
+        for (j, c) in alignment.compared.iter().enumerate() {
+            let values =
+                filter(&column(&format!("{prefix}{j}"))?, &keep).map_err(|e| e.to_string())?;
+            columns.push(cast(&values, &c.data_type).map_err(|e| format!("`{}`: {e}", c.name))?);
+        }
+        RecordBatch::try_new(alignment.schema.clone(), columns).map_err(|e| e.to_string())
+    };
+    let diagnostic = |d: Diagnostic| d.message;
+    let mut diff = KeyedDiff::new(alignment, None, limit, false, None).map_err(diagnostic)?;
+    diff.push_base(side('b', &[REMOVED, MODIFIED])?)
+        .map_err(diagnostic)?;
+    diff.finish_base().map_err(diagnostic)?;
+    diff.push_candidate(side('v', &[ADDED, MODIFIED])?)
+        .map_err(diagnostic)?;
+    let samples = diff.finish().map_err(diagnostic)?.samples;
+    let counts = |name: &str| -> Result<Int64Array, String> {
+        let c = cast(&column(name)?, &DataType::Int64).map_err(|e| e.to_string())?;
+        Ok(c.as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("cast")
+            .clone())
+    };
+    let (nb, nc) = (counts("nb")?, counts("nc")?);
+    let duplicates = (0..rows.num_rows())
+        .filter(|&r| kinds.value(r) == DUPLICATED)
+        .map(|r| {
+            let key: serde_json::Map<String, Value> = alignment
+                .key
+                .iter()
+                .zip(&keys)
+                .map(|(c, array)| (c.name.clone(), values::value(array, r)))
+                .collect();
+            json!({"key": key, "base_rows": nb.value(r), "candidate_rows": nc.value(r)})
+        })
+        .collect();
+    Ok((samples, duplicates))
+}
+
+/// `alignment` with each decimal column at the scale the sampled `rows` were read at when
+/// that is larger: a decimal whose scale comes from its values (PostgreSQL `numeric`) has
+/// none in the sides' schemas, which were read without rows, and casting its values to that
+/// scale would round them.
 fn at_read_scales(alignment: &Alignment, rows: &RecordBatch) -> Alignment {
+    let read_scale = |name: &str| match rows.column_by_name(name).map(|c| c.data_type()) {
+        Some(DataType::Decimal128(_, s)) => Some(*s),
+        _ => None,
+    };
     let mut out = alignment.clone();
-    let columns = out.key.iter_mut().chain(out.compared.iter_mut());
-    for (i, c) in columns.enumerate() {
-        if let (DataType::Decimal128(_, aligned), DataType::Decimal128(_, read)) =
-            (&c.data_type, rows.column(i + 1).data_type())
-        {
-            if read > aligned {
-                c.data_type = DataType::Decimal128(38, *read);
+    let keys = out
+        .key
+        .iter_mut()
+        .enumerate()
+        .map(|(i, c)| (c, read_scale(&format!("c{i}"))));
+    let compared = out.compared.iter_mut().enumerate().map(|(j, c)| {
+        (
+            c,
+            read_scale(&format!("b{j}")).max(read_scale(&format!("v{j}"))),
+        )
+    });
+    for (c, read) in keys.chain(compared) {
+        if let (DataType::Decimal128(_, aligned), Some(read)) = (&c.data_type, read) {
+            if read > *aligned {
+                c.data_type = DataType::Decimal128(38, read);
             }
         }
     }
@@ -336,59 +431,4 @@ fn at_read_scales(alignment: &Alignment, rows: &RecordBatch) -> Alignment {
         .collect();
     out.schema = Arc::new(Schema::new(fields));
     out
-}
-
-/// The report's samples: the rows of the sampled keys ([`sample_query`]) compared again by
-/// the in-memory comparison, each side's columns cast to the aligned types as
-/// [`Alignment::project`] casts them. Its samples of each kind and of duplicate keys.
-async fn samples(
-    engine: &dyn PushdownEngine,
-    alignment: &Alignment,
-    candidate: &Schema,
-    limit: usize,
-) -> Result<(RecordSamples, Vec<serde_json::Value>), Diagnostic> {
-    let sql = sample_query(engine, alignment, candidate, limit);
-    let rows = engine.run(sql).await?;
-    let unreadable = |e: String| {
-        Diagnostic::error(
-            codes::DIFF_UNREADABLE_SIDE,
-            format!("the sample rows of the join diff in {}: {e}", engine.name()),
-        )
-        .with_help("--samples 0 leaves the samples out")
-    };
-    // The side marker as the engine typed its literal (DuckDB INTEGER, PostgreSQL int4).
-    let marker = cast(rows.column(0), &DataType::Int32).map_err(|e| unreadable(e.to_string()))?;
-    let side: Vec<bool> = marker
-        .as_any()
-        .downcast_ref::<Int32Array>()
-        .ok_or_else(|| unreadable("no side marker".into()))?
-        .iter()
-        .map(|v| v == Some(0))
-        .collect();
-    let is_base = BooleanArray::from(side);
-    let alignment = &at_read_scales(alignment, &rows);
-    let aligned = |keep: &BooleanArray| -> Result<RecordBatch, Diagnostic> {
-        let columns = alignment
-            .key
-            .iter()
-            .chain(&alignment.compared)
-            .enumerate()
-            .map(|(i, c)| {
-                let kept =
-                    filter(rows.column(i + 1), keep).map_err(|e| unreadable(e.to_string()))?;
-                cast(&kept, &c.data_type)
-                    .map_err(|e| unreadable(format!("column `{}`: {e}", c.name)))
-            })
-            .collect::<Result<Vec<ArrayRef>, _>>()?;
-        RecordBatch::try_new(alignment.schema.clone(), columns)
-            .map_err(|e| unreadable(e.to_string()))
-    };
-    let mut diff = KeyedDiff::new(alignment, None, limit, false, None)?;
-    diff.push_base(aligned(&is_base)?)?;
-    diff.finish_base()?;
-    diff.push_candidate(aligned(
-        &not(&is_base).map_err(|e| unreadable(e.to_string()))?,
-    )?)?;
-    let out = diff.finish()?;
-    Ok((out.samples, out.duplicates.samples))
 }

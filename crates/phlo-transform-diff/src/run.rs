@@ -205,7 +205,7 @@ async fn choose(req: &DiffRequest) -> Result<(Strategy, String), Diagnostic> {
             None | Some(Strategy::Full) if !keyless => Ok((
                 Strategy::Full,
                 format!(
-                    "every row compared in {} by one join-diff query (the sides are not fetched); samples by a second query over the differing keys",
+                    "every row compared in {} by one join-diff query, which also returns the samples (the sides are not fetched)",
                     engine.name()
                 ),
             )),
