@@ -301,6 +301,34 @@ fn model_timeout_cancels_the_query_on_the_server() {
     assert_eq!(pg.scalar("SELECT to_regclass('x.slow')::text"), None);
 }
 
+/// Ctrl-C during `diff <model>` cancels the diff's query on the server, where it would run on
+/// after its client is gone, and the diff ends with E004.
+#[test]
+fn an_interrupted_diff_cancels_its_query_on_the_server() {
+    let pg = Postgres::create();
+    let ws = tempfile::tempdir().unwrap();
+    write_file(ws.path(), "phlo.toml", &pg.adapter_toml());
+    let slow = |seconds: u32| {
+        format!("-- @table\n-- @key id\nselect 1 as id from (select pg_sleep({seconds})) as s\n")
+    };
+    write_file(ws.path(), "transforms/x/slow.sql", &slow(0));
+    ok(&run(ws.path(), &["run", "--json"]));
+    write_file(ws.path(), "transforms/x/slow.sql", &slow(60));
+    let sleeping = || {
+        pg.scalar(
+            "SELECT count(*)::text FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()",
+        )
+    };
+    let asleep = || sleeping() != Some("0".into());
+    let out = common::interrupted(ws.path(), &["diff", "x.slow", "--json"], asleep);
+    common::assert_refused(&out, "E004", "nothing was written");
+    assert_eq!(
+        sleeping(),
+        Some("0".into()),
+        "the server still runs the diff's query"
+    );
+}
+
 #[test]
 fn every_incremental_strategy_equals_a_full_rebuild() {
     for case in scenarios::INCREMENTAL {

@@ -826,3 +826,59 @@ fn fetched_and_pushed_down(root: &Path) -> Value {
     }
     fetched
 }
+
+/// Ctrl-C during `diff <model>` on Trino cancels the diff's query in Trino, where it would
+/// otherwise run on after the client is gone, and the diff ends with E004.
+#[test]
+fn an_interrupted_diff_cancels_its_query_in_trino() {
+    let main = Main::create();
+    let schema = unique("diffint");
+    let dir = workspace(&main, &schema);
+    let root = dir.path();
+    // Scanning sf1000 would take days here; the marker finds the query in Trino.
+    let marker = unique("phlo_marker");
+    let slow = |scale: &str| {
+        format!(
+            "-- @table\n-- @key n\nselect count(*) as n from tpch.{scale}.lineitem where comment like '%{marker}%'\n"
+        )
+    };
+    let model = "workflows/assay/transforms/slow.sql";
+    write_file(root, model, &slow("tiny"));
+    ok(root, &["run", "--json"]);
+    write_file(root, model, &slow("sf1000"));
+    let states = || -> Vec<(String, String)> {
+        trino(&format!(
+            "SELECT state, coalesce(error_code, '') FROM system.runtime.queries \
+             WHERE query LIKE '%sf1000%{marker}%' AND query NOT LIKE '%LIMIT 0%' \
+             AND query NOT LIKE '%system.runtime.queries%'"
+        ))
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_str().unwrap().to_owned(),
+                r[1].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+    };
+    let running = || states().iter().any(|(s, _)| s == "RUNNING");
+    let out = common::interrupted(root, &["diff", "assay.slow", "--json"], running);
+    common::assert_refused(&out, "E004", "nothing was written");
+
+    // The query ended in Trino as cancelled by its user, not abandoned.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let ended = loop {
+        let now = states();
+        if now.iter().all(|(s, _)| s == "FAILED") || std::time::Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        !ended.is_empty()
+            && ended
+                .iter()
+                .all(|(s, e)| s == "FAILED" && e == "USER_CANCELED"),
+        "{ended:?}"
+    );
+}

@@ -7,6 +7,7 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_diff::{DiffOptions, Strategy};
 use phlo_transform_exec::diff::{diff_model, DiffArgs};
+use phlo_transform_exec::CancelHandle;
 use std::path::PathBuf;
 
 use super::commands::{compile_or_report, fatal};
@@ -136,6 +137,7 @@ impl DiffCliArgs {
             strategy,
             options,
             output: self.output.clone(),
+            cancel: CancelHandle::default(),
         })
     }
 }
@@ -158,7 +160,12 @@ pub async fn diff(paths: &Paths, args: &DiffCliArgs, json: bool) -> u8 {
         Err(d) => return out.fail([d]),
     }
     let mut warnings = Vec::new();
+    let on_interrupt = tokio::spawn(super::execute::interrupt(
+        library_args.cancel.clone(),
+        "diff",
+    ));
     let report = diff_model(c, &paths.target(), library_args, &mut warnings).await;
+    on_interrupt.abort();
     out.diagnostics(warnings);
     let report = match report {
         Ok(report) => report,

@@ -188,7 +188,7 @@ impl<'a> CommandLine<'a> {
         if let Some(l) = &lineage_sink {
             events.push(l);
         }
-        let on_interrupt = tokio::spawn(interrupt(run.cancel.clone()));
+        let on_interrupt = tokio::spawn(interrupt(run.cancel.clone(), "run"));
         let executed = run.with(events).await;
         on_interrupt.abort();
         drop(lineage_sink);
@@ -256,14 +256,14 @@ impl PlanFrontEnd for CommandLine<'_> {
 }
 
 /// Ctrl-C or SIGTERM (what `kill`, systemd and container runtimes send): the first cancels
-/// the run cleanly (in-flight models recorded `cancelled`, the run `cancelled`); a second one
-/// exits at once.
-async fn interrupt(cancel: CancelHandle) {
+/// `what` cleanly (a run: in-flight models recorded `cancelled`, the run `cancelled`; a diff:
+/// its warehouse queries cancelled there); a second one exits at once.
+pub(super) async fn interrupt(cancel: CancelHandle, what: &str) {
     let Some(mut signals) = Signals::new() else {
         return;
     };
     signals.next().await;
-    eprintln!("interrupted: cancelling the run (press Ctrl-C again to exit at once)");
+    eprintln!("interrupted: cancelling the {what} (press Ctrl-C again to exit at once)");
     cancel.cancel();
     signals.next().await;
     std::process::exit(130);

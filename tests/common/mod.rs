@@ -76,6 +76,39 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// Runs the binary in `dir` with `args`, waits (at most two minutes) until `started` says
+/// the work to interrupt is under way, then sends it SIGINT (Ctrl-C) and returns its output.
+pub fn interrupted(dir: &Path, args: &[&str], started: impl Fn() -> bool) -> Output {
+    let child = Command::new(bin())
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("PHLO_STATE_URL")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !started() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{args:?} never started its work"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // SAFETY: signalling a child process this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().expect("the binary ends");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// `{"name": status}` of a `run --json` / `plan --json` report's models.
 pub fn by_name(
     report: &serde_json::Value,

@@ -47,6 +47,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::cancel::CancelHandle;
 use crate::environments::{Environments, MAIN};
 use crate::jobs::physical_parts;
 use crate::target::CommandTarget;
@@ -65,6 +66,9 @@ pub struct DiffArgs {
     pub strategy: Option<Strategy>,
     pub options: DiffOptions,
     pub output: Option<PathBuf>,
+    /// Ctrl-C: the warehouse's queries of the diff are cancelled there, and the diff ends
+    /// with E004.
+    pub cancel: CancelHandle,
 }
 
 /// A parsed side.
@@ -555,92 +559,114 @@ pub async fn diff_model(
         } else {
             None
         };
+    // Every warehouse query of the diff registers here while it runs, so an interrupt can
+    // cancel it in the warehouse (a Trino or PostgreSQL query outlives a killed client).
+    let inflight = InFlight::default();
     let opened = Opened {
         local: local.as_ref(),
         warehouse: warehouse.as_deref(),
         envs: envs.as_ref(),
         reference,
         on_branches: engine == Engine::Branches,
+        inflight: &inflight,
     };
-    let key = key_for(c, index, &args.key);
-    // A large warehouse table is compared where it lives, by one query, not fetched. On
-    // branches the reference the adapter is bound to is the model's table there.
-    let in_warehouse = |spec: &SideSpec| match spec {
-        SideSpec::Model(side) => Some(side.clone()),
-        SideSpec::Reference(r) if engine == Engine::Branches && r == reference => {
-            Some(ModelSide::Materialized)
+    let cancel = args.cancel.clone();
+    let compared = async {
+        let key = key_for(c, index, &args.key);
+        // A large warehouse table is compared where it lives, by one query, not fetched. On
+        // branches the reference the adapter is bound to is the model's table there.
+        let in_warehouse = |spec: &SideSpec| match spec {
+            SideSpec::Model(side) => Some(side.clone()),
+            SideSpec::Reference(r) if engine == Engine::Branches && r == reference => {
+                Some(ModelSide::Materialized)
+            }
+            _ => None,
+        };
+        let pushdown = match (
+            &warehouse,
+            in_warehouse(&base_spec),
+            in_warehouse(&cand_spec),
+        ) {
+            (Some(adapter), Some(b), Some(c_side))
+                if !key.columns.is_empty()
+                    && matches!(args.strategy, None | Some(Strategy::Full)) =>
+            {
+                let large = args.options.large_table_rows;
+                pushed_down(c, adapter, index, (&b, &c_side), large, &inflight).await?
+            }
+            _ => None,
+        };
+        let (sides, pushdown) = match pushdown {
+            Some((Sides { base, candidate }, engine)) => {
+                let sides = Sides {
+                    base: (base.0, opened.in_warehouse(base.1)),
+                    candidate: (candidate.0, opened.in_warehouse(candidate.1)),
+                };
+                (sides, Some(engine))
+            }
+            None => (
+                Sides {
+                    base: opened.read(c, index, &base_spec, warnings).await?,
+                    candidate: opened.read(c, index, &cand_spec, warnings).await?,
+                },
+                None,
+            ),
+        };
+        let ((mut base, base_description), (mut candidate, cand_description)) =
+            (sides.base, sides.candidate);
+        if engine == Engine::Warehouse {
+            (base, candidate) = common_scales(base, candidate)?;
         }
-        _ => None,
-    };
-    let pushdown = match (
-        &warehouse,
-        in_warehouse(&base_spec),
-        in_warehouse(&cand_spec),
-    ) {
-        (Some(adapter), Some(b), Some(c_side))
-            if !key.columns.is_empty() && matches!(args.strategy, None | Some(Strategy::Full)) =>
-        {
-            let large = args.options.large_table_rows;
-            pushed_down(c, adapter, index, (&b, &c_side), large).await?
-        }
-        _ => None,
-    };
-    let (sides, pushdown) = match pushdown {
-        Some((Sides { base, candidate }, engine)) => {
-            let sides = Sides {
-                base: (base.0, opened.in_warehouse(base.1)),
-                candidate: (candidate.0, opened.in_warehouse(candidate.1)),
-            };
-            (sides, Some(engine))
-        }
-        None => (
-            Sides {
-                base: opened.read(c, index, &base_spec, warnings).await?,
-                candidate: opened.read(c, index, &cand_spec, warnings).await?,
+        let (options, policy) = policy_for(c, &model, args.options.clone())?;
+        // The workspace side is a query: its declared guarantees stand for what its table would
+        // enforce, as the materialised side's table does. A warehouse's sides are both fetched
+        // as nullable columns (the rows carry no constraints), so neither takes them there.
+        let config = c.config(index);
+        let declared = |spec: &SideSpec| match spec {
+            SideSpec::Model(ModelSide::Workspace) if engine == Engine::Embedded => config
+                .key
+                .value
+                .iter()
+                .chain(&config.not_null.value)
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        phlo_transform_diff::diff(DiffRequest {
+            model,
+            base: SideInput {
+                description: base_description,
+                frame: base,
+                not_null: declared(&base_spec),
             },
-            None,
-        ),
+            candidate: SideInput {
+                description: cand_description,
+                frame: candidate,
+                not_null: declared(&cand_spec),
+            },
+            key,
+            strategy: args.strategy,
+            options,
+            policy,
+            output: args.output,
+            pushdown,
+        })
+        .await
     };
-    let ((mut base, base_description), (mut candidate, cand_description)) =
-        (sides.base, sides.candidate);
-    if engine == Engine::Warehouse {
-        (base, candidate) = common_scales(base, candidate)?;
+    tokio::pin!(compared);
+    tokio::select! {
+        report = &mut compared => report,
+        _ = cancel.cancelled() => {
+            // Cancelled while the comparison still holds its queries' registrations.
+            if let Some(adapter) = &warehouse {
+                for query in inflight.running() {
+                    let _ = adapter.cancel(&query).await;
+                }
+            }
+            Err(Diagnostic::error(codes::CANCELLED, "diff interrupted: its queries were cancelled")
+                .with_help("nothing was written; run the diff again"))
+        }
     }
-    let (options, policy) = policy_for(c, &model, args.options.clone())?;
-    // The workspace side is a query: its declared guarantees stand for what its table would
-    // enforce, as the materialised side's table does. A warehouse's sides are both fetched
-    // as nullable columns (the rows carry no constraints), so neither takes them there.
-    let config = c.config(index);
-    let declared = |spec: &SideSpec| match spec {
-        SideSpec::Model(ModelSide::Workspace) if engine == Engine::Embedded => config
-            .key
-            .value
-            .iter()
-            .chain(&config.not_null.value)
-            .cloned()
-            .collect(),
-        _ => Vec::new(),
-    };
-    phlo_transform_diff::diff(DiffRequest {
-        model,
-        base: SideInput {
-            description: base_description,
-            frame: base,
-            not_null: declared(&base_spec),
-        },
-        candidate: SideInput {
-            description: cand_description,
-            frame: candidate,
-            not_null: declared(&cand_spec),
-        },
-        key,
-        strategy: args.strategy,
-        options,
-        policy,
-        output: args.output,
-        pushdown,
-    })
-    .await
 }
 
 /// What an omitted `--from`/`--to` stands for, for messages.
@@ -774,6 +800,8 @@ struct Opened<'a> {
     reference: &'a str,
     /// Trino + Nessie: the warehouse reads the `reference` branch's tables.
     on_branches: bool,
+    /// The diff's warehouse queries while they run.
+    inflight: &'a InFlight,
 }
 
 impl Opened<'_> {
@@ -797,7 +825,8 @@ impl Opened<'_> {
             SideSpec::Model(side) => {
                 return match (self.warehouse, self.local) {
                     (Some(adapter), _) => {
-                        let (frame, description) = warehouse_frame(c, adapter, index, side).await?;
+                        let (frame, description) =
+                            warehouse_frame(c, adapter, index, side, self.inflight).await?;
                         Ok((frame, self.in_warehouse(description)))
                     }
                     (None, Some(engine)) => side_frame(c, engine, index, side).await,
@@ -876,9 +905,10 @@ async fn fetched(
     query: &Query,
     model: &str,
     what: &str,
+    inflight: &InFlight,
 ) -> Result<DataFrame, Diagnostic> {
     let (schema, batches) = adapter
-        .fetch(query, &InFlight::default())
+        .fetch(query, inflight)
         .await
         .map_err(|e| unreadable(model, what, e.message))?;
     let table = MemTable::try_new(schema, vec![batches])
@@ -894,10 +924,14 @@ async fn warehouse_frame(
     adapter: &dyn Adapter,
     index: usize,
     side: &ModelSide,
+    inflight: &InFlight,
 ) -> Result<(DataFrame, String), Diagnostic> {
     let (query, what, description) = warehouse_query(c, adapter, index, side)?;
     let name = c.models[index].name.as_str();
-    Ok((fetched(adapter, &query, name, what).await?, description))
+    Ok((
+        fetched(adapter, &query, name, what, inflight).await?,
+        description,
+    ))
 }
 
 /// Both sides of a keyed full diff in a warehouse whose base relation has more than
@@ -910,12 +944,13 @@ async fn pushed_down(
     index: usize,
     (base_side, cand_side): (&ModelSide, &ModelSide),
     large_rows: u64,
+    inflight: &InFlight,
 ) -> Result<Option<(Sides, Box<dyn PushdownEngine>)>, Diagnostic> {
     let name = c.models[index].name.as_str();
     let (base, base_what, base_description) =
         warehouse_query(c, adapter.as_ref(), index, base_side)?;
     let rows = adapter
-        .execute(&base, &InFlight::default())
+        .execute(&base, inflight)
         .await
         .map_err(|e| unreadable(name, base_what, e.message))?;
     if rows <= large_rows {
@@ -927,7 +962,7 @@ async fn pushed_down(
         let sql = format!("SELECT * FROM ({query}) AS phlo_side LIMIT 0");
         async move {
             let query = parsed(&sql).map_err(|e| unreadable(name, what, e))?;
-            fetched(adapter.as_ref(), &query, name, what).await
+            fetched(adapter.as_ref(), &query, name, what, inflight).await
         }
     };
     let sides = Sides {
@@ -938,6 +973,7 @@ async fn pushed_down(
         adapter: adapter.clone(),
         base_sql: base.to_string(),
         candidate_sql: candidate.to_string(),
+        inflight: inflight.clone(),
     };
     Ok(Some((sides, Box::new(engine))))
 }
@@ -953,6 +989,7 @@ struct WarehousePushdown {
     adapter: Arc<dyn Adapter>,
     base_sql: String,
     candidate_sql: String,
+    inflight: InFlight,
 }
 
 impl PushdownEngine for WarehousePushdown {
@@ -990,7 +1027,7 @@ impl PushdownEngine for WarehousePushdown {
             let query = parsed(&sql).map_err(failed)?;
             let (schema, batches) = self
                 .adapter
-                .fetch(&query, &InFlight::default())
+                .fetch(&query, &self.inflight)
                 .await
                 .map_err(|e| failed(e.message))?;
             concat_batches(&schema, &batches).map_err(|e| failed(e.to_string()))
