@@ -724,7 +724,7 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
     ok(root, &["ref", "delete", &dev, "--json"]);
 }
 
-/// A model of every common Trino type, keyed on `id`; `first` is row 1's `amount`, `price`
+/// A model of every common Trino type (but nested ones), keyed on `id`; `first` is row 1's `amount`, `price`
 /// and `at_utc`, `last` the third row's id.
 fn typed(root: &Path, first: (&str, &str, &str), last: u32) {
     let (amount, price, at_utc) = first;
@@ -732,11 +732,11 @@ fn typed(root: &Path, first: (&str, &str, &str), last: u32) {
         root,
         "workflows/assay/transforms/typed.sql",
         &format!(
-            "-- @table\n-- @key id\nselect cast(id as bigint) as id, small, amount, price, ratio, ok, day, at, at_utc, label from (values \
-             (1, smallint '1', decimal '{amount}', {price}, 0.1e0, true, date '2024-01-05', timestamp '2024-01-05 09:00:00.123456', {at_utc}, 'a'), \
-             (2, smallint '-2', decimal '-0.01', cast(nan() as real), infinity(), false, date '1969-12-31', timestamp '1969-12-31 23:59:59.5', timestamp '2024-01-05 09:00:00 UTC', 'b'), \
-             ({last}, null, null, null, nan(), null, null, null, null, null)) \
-             as t(id, small, amount, price, ratio, ok, day, at, at_utc, label)\n"
+            "-- @table\n-- @key id\nselect cast(id as bigint) as id, small, amount, price, ratio, ok, day, at, at_utc, label, bytes, hour from (values \
+             (1, smallint '1', decimal '{amount}', {price}, 0.1e0, true, date '2024-01-05', timestamp '2024-01-05 09:00:00.123456', {at_utc}, 'a', to_utf8('ab'), time '09:00:00.123456'), \
+             (2, smallint '-2', decimal '-0.01', cast(nan() as real), infinity(), false, date '1969-12-31', timestamp '1969-12-31 23:59:59.5', timestamp '2024-01-05 09:00:00 UTC', 'b', X'00FF', time '23:59:59'), \
+             ({last}, null, null, null, nan(), null, null, null, null, null, null, null)) \
+             as t(id, small, amount, price, ratio, ok, day, at, at_utc, label, bytes, hour)\n"
         ),
     );
 }
@@ -774,6 +774,21 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
         same["rows"],
         serde_json::json!({"base": 3, "candidate": 3, "delta": 0})
     );
+
+    // An array is read as its JSON text, which the Iceberg side's list is not: listed as
+    // retyped and not compared (D003), and the table is fetched, not compared in Trino.
+    write_file(
+        root,
+        "workflows/assay/transforms/nested.sql",
+        "-- @table\n-- @key id\nselect 1 as id, array[1, 2] as tags\n",
+    );
+    ok(root, &["run", "--json"]);
+    let args = ["diff", "assay.nested", "--large-table-rows", "1", "--json"];
+    let nested = ok(root, &args);
+    assert_eq!(nested["strategy_reason"], "every row compared", "{nested}");
+    assert_eq!(nested["schema"]["retyped"][0]["name"], "tags", "{nested}");
+    assert_eq!(nested["records"]["unchanged"], 1, "{nested}");
+    assert_eq!(nested["warnings"][0]["code"], "D003", "{nested}");
 
     // Row 1's amount changes and its price becomes NaN; its zoned time is the same instant
     // written at UTC (no change); row 3 goes, row 4 comes.

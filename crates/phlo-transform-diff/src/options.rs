@@ -65,7 +65,8 @@ pub struct DiffOptions {
     pub partitions: usize,
     /// Keep every differing row (for `--output`), not only the samples.
     pub keep_differing_rows: bool,
-    /// Above this many base rows, the automatic strategy samples instead of comparing in full.
+    /// Above this many base rows, the automatic strategy samples instead of comparing in full,
+    /// and a keyed full diff of a warehouse table runs in the warehouse (not fetched).
     pub large_table_rows: u64,
 }
 

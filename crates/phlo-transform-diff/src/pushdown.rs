@@ -136,8 +136,9 @@ fn differs(b: &str, v: &str, c: &AlignedColumn, nan: NanSemantics) -> String {
 /// The comparison query over `alignment` (`candidate`: the candidate side's schema, whose
 /// column names differ from the base's under `--map`). Its first row (`phlo_kind` -1) has
 /// the counts; with a `limit`, the rows after it are the groups of up to `limit` smallest
-/// keys of each differing kind: `phlo_kind`, `nb` and `nc` (rows per side), the key `c<i>`,
-/// and each compared column's base `b<j>` and candidate `v<j>` values.
+/// keys of each differing kind: `phlo_kind`, `phlo_n` (the key's place in its kind), `nb`
+/// and `nc` (rows per side), the key `c<i>`, and each compared column's base `b<j>` and
+/// candidate `v<j>` values.
 fn query(
     engine: &dyn PushdownEngine,
     alignment: &Alignment,
@@ -229,7 +230,7 @@ fn query(
     if limit == 0 {
         return format!("{with} {}", counted(""));
     }
-    let sampled = std::iter::once(format!("nb, nc, {keys}"))
+    let sampled = std::iter::once(format!("phlo_n, nb, nc, {keys}"))
         .chain(values)
         .collect::<Vec<_>>()
         .join(", ");
@@ -239,9 +240,14 @@ fn query(
         .map(|name| format!("NULL AS {name}"))
         .collect::<Vec<_>>()
         .join(", ");
+    // NULL keys first, as the key index orders them (Arrow's row format).
+    let order = (0..nkeys)
+        .map(|i| format!("c{i} NULLS FIRST"))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         "{with}, phlo_s AS (SELECT * FROM (SELECT phlo_d.*, row_number() OVER \
-         (PARTITION BY phlo_kind ORDER BY {keys}) AS phlo_n FROM phlo_d WHERE phlo_kind <> {UNCHANGED}) \
+         (PARTITION BY phlo_kind ORDER BY {order}) AS phlo_n FROM phlo_d WHERE phlo_kind <> {UNCHANGED}) \
          AS phlo_r WHERE phlo_n <= {limit}) \
          {} UNION ALL SELECT phlo_kind, {}, {sampled} FROM phlo_s",
         counted(&format!(", {padding}")),
@@ -378,9 +384,14 @@ fn samples(
             .expect("cast")
             .clone())
     };
-    let (nb, nc) = (counts("nb")?, counts("nc")?);
-    let duplicates = (0..rows.num_rows())
+    let (nb, nc, order) = (counts("nb")?, counts("nc")?, counts("phlo_n")?);
+    let mut duplicated: Vec<usize> = (0..rows.num_rows())
         .filter(|&r| kinds.value(r) == DUPLICATED)
+        .collect();
+    // In key order, as the engine numbered them (the rows of a union come in any order).
+    duplicated.sort_by_key(|&r| order.value(r));
+    let duplicates = duplicated
+        .into_iter()
         .map(|r| {
             let key: serde_json::Map<String, Value> = alignment
                 .key
