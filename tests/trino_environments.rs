@@ -661,18 +661,7 @@ fn a_branch_diff_of_two_nessie_branches_is_the_data_diff_gates_evidence() {
             "--json",
         ],
     );
-    assert_eq!(
-        same["records"],
-        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
-        "{same}"
-    );
-    for change in ["added", "removed", "retyped", "nullability", "renamed"] {
-        assert_eq!(
-            same["schema"][change],
-            serde_json::json!([]),
-            "{change}: {same}"
-        );
-    }
+    assert_unchanged(&same, 3);
     // Delta versions are the embedded engine's: refused on Trino, with the forms that work.
     let delta = run(
         root,
@@ -758,18 +747,7 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
     ok(root, &["run", "--json"]);
 
     let same = fetched_and_pushed_down(root);
-    assert_eq!(
-        same["records"],
-        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": 3}),
-        "{same}"
-    );
-    for change in ["added", "removed", "retyped", "nullability", "renamed"] {
-        assert_eq!(
-            same["schema"][change],
-            serde_json::json!([]),
-            "{change}: {same}"
-        );
-    }
+    assert_unchanged(&same, 3);
     assert_eq!(
         same["rows"],
         serde_json::json!({"base": 3, "candidate": 3, "delta": 0})
@@ -813,6 +791,20 @@ fn the_workspace_side_on_trino_reads_every_common_type_as_its_table_does() {
         serde_json::json!({"base": "12.50", "candidate": "12.51"}),
         "{changed}"
     );
+}
+
+/// `report` (a diff) found its `rows` rows unchanged and no schema change — types and
+/// nullability included.
+fn assert_unchanged(report: &Value, rows: u64) {
+    assert_eq!(
+        report["records"],
+        serde_json::json!({"added": 0, "removed": 0, "modified": 0, "unchanged": rows}),
+        "{report}"
+    );
+    for change in ["added", "removed", "retyped", "nullability", "renamed"] {
+        let found = &report["schema"][change];
+        assert_eq!(found, &serde_json::json!([]), "{change}: {report}");
+    }
 }
 
 /// `diff assay.typed --full` twice: fetched into memory, and compared in Trino by the

@@ -34,6 +34,7 @@ mod delta;
 pub mod duck;
 mod error;
 pub mod external;
+mod fetched;
 mod for_target;
 mod freshness;
 mod inflight;

@@ -8,11 +8,10 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef, TimeUnit};
 use phlo_transform_core::diagnostic::codes;
 use sqlx::{Column, Executor, PgConnection, Row, TypeInfo};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use super::errors::plain;
 use crate::sqlgen::ident;
@@ -79,10 +78,7 @@ pub(super) async fn fetch(
         });
         arrays.push(array);
     }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)
-        .map_err(|e| AdapterError::new(codes::QUERY_FAILED, e.to_string()))?;
-    Ok((schema, vec![batch]))
+    crate::fetched::one_batch(fields, arrays)
 }
 
 /// The text form of `column` (of PostgreSQL type `pg`): `timestamptz` as its UTC time

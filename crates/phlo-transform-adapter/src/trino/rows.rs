@@ -14,7 +14,7 @@ use datafusion::arrow::array::{
     ArrayRef, FixedSizeBinaryArray, LargeBinaryArray, RecordBatch, StringArray,
 };
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef, TimeUnit};
 use phlo_transform_core::diagnostic::codes;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -113,10 +113,7 @@ pub(super) fn batch(
         );
         arrays.push(array);
     }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)
-        .map_err(|e| AdapterError::new(codes::QUERY_FAILED, e.to_string()))?;
-    Ok((schema, vec![batch]))
+    crate::fetched::one_batch(fields, arrays)
 }
 
 /// Each value of `text` as the bytes `decode` reads from it; a value it cannot read fails.
