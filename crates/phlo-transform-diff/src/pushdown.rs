@@ -8,8 +8,9 @@
 //! the column's tolerance). The counts are the full comparison's, but for what the engine's
 //! equality says that ours does not: `-0.0 = 0.0` there (ours compares float bits), and
 //! DuckDB's `INTERVAL '1 day' = INTERVAL '24 hours'`. The same query returns, after its row
-//! of counts, the groups of the smallest keys of each differing kind, which the in-memory
-//! comparison turns into the report's samples. No `--output` (the rows stay in the engine).
+//! of counts, the groups of the smallest keys of each differing kind (on Trino a second
+//! statement: see [`PushdownEngine::materializes_with`]), which the in-memory comparison
+//! turns into the report's samples. No `--output` (the rows stay in the engine).
 
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch,
@@ -40,6 +41,24 @@ pub trait PushdownEngine: Send + Sync {
     fn nan(&self) -> NanSemantics {
         NanSemantics::Ordered
     }
+    /// Whether a `WITH` query read twice in a statement is evaluated once (DuckDB and
+    /// PostgreSQL materialise it). Where it is not (Trino inlines it), one statement with the
+    /// counts and the samples would group both sides twice at once, in twice the memory, so
+    /// the samples are a second statement.
+    fn materializes_with(&self) -> bool {
+        true
+    }
+}
+
+/// What a comparison query returns (see [`query`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// The row of counts.
+    Counts,
+    /// The sampled groups: up to this many keys of each differing kind.
+    Samples(usize),
+    /// The row of counts, then the sampled groups.
+    Both(usize),
 }
 
 /// How an engine compares floating-point NaN, which decides how a float column's two values
@@ -134,16 +153,16 @@ fn differs(b: &str, v: &str, c: &AlignedColumn, nan: NanSemantics) -> String {
 }
 
 /// The comparison query over `alignment` (`candidate`: the candidate side's schema, whose
-/// column names differ from the base's under `--map`). Its first row (`phlo_kind` -1) has
-/// the counts; with a `limit`, the rows after it are the groups of up to `limit` smallest
-/// keys of each differing kind: `phlo_kind`, `phlo_n` (the key's place in its kind), `nb`
-/// and `nc` (rows per side), the key `c<i>`, and each compared column's base `b<j>` and
-/// candidate `v<j>` values.
+/// column names differ from the base's under `--map`) returning `part`: the row of counts
+/// (`phlo_kind` -1), and/or the sampled groups — up to `limit` smallest keys of each
+/// differing kind: `phlo_kind`, `phlo_n` (the key's place in its kind), `nb` and `nc` (rows
+/// per side), the key `c<i>`, and each compared column's base `b<j>` and candidate `v<j>`
+/// values.
 fn query(
     engine: &dyn PushdownEngine,
     alignment: &Alignment,
     candidate: &Schema,
-    limit: usize,
+    part: Part,
 ) -> String {
     let (base_sql, cand_sql) = (engine.base_sql(), engine.candidate_sql());
     let columns: Vec<_> = alignment.key.iter().chain(&alignment.compared).collect();
@@ -227,9 +246,10 @@ fn query(
             counts.join(", ")
         )
     };
-    if limit == 0 {
-        return format!("{with} {}", counted(""));
-    }
+    let limit = match part {
+        Part::Counts => return format!("{with} {}", counted("")),
+        Part::Samples(limit) | Part::Both(limit) => limit,
+    };
     let sampled = std::iter::once(format!("phlo_n, nb, nc, {keys}"))
         .chain(values)
         .collect::<Vec<_>>()
@@ -245,26 +265,37 @@ fn query(
         .map(|i| format!("c{i} NULLS FIRST"))
         .collect::<Vec<_>>()
         .join(", ");
-    format!(
+    let with = format!(
         "{with}, phlo_s AS (SELECT * FROM (SELECT phlo_d.*, row_number() OVER \
          (PARTITION BY phlo_kind ORDER BY {order}) AS phlo_n FROM phlo_d WHERE phlo_kind <> {UNCHANGED}) \
-         AS phlo_r WHERE phlo_n <= {limit}) \
-         {} UNION ALL SELECT phlo_kind, {}, {sampled} FROM phlo_s",
-        counted(&format!(", {padding}")),
-        vec!["NULL"; counts.len()].join(", "),
-    )
+         AS phlo_r WHERE phlo_n <= {limit})"
+    );
+    match part {
+        Part::Samples(_) => format!("{with} SELECT phlo_kind, {sampled} FROM phlo_s"),
+        _ => format!(
+            "{with} {} UNION ALL SELECT phlo_kind, {}, {sampled} FROM phlo_s",
+            counted(&format!(", {padding}")),
+            vec!["NULL"; counts.len()].join(", "),
+        ),
+    }
 }
 
-/// The full comparison of `alignment`'s sides, run by `engine` in one query; with up to
-/// `sample_limit` samples of each kind.
+/// The full comparison of `alignment`'s sides, run by `engine`; with up to `sample_limit`
+/// samples of each kind, from the same statement where the engine materialises `WITH`
+/// queries, else from a second one when anything differs.
 pub async fn compare(
     engine: &dyn PushdownEngine,
     alignment: &Alignment,
     candidate: &Schema,
     sample_limit: usize,
 ) -> Result<KeyedOutcome, Diagnostic> {
+    let one_statement = sample_limit > 0 && engine.materializes_with();
+    let part = match one_statement {
+        true => Part::Both(sample_limit),
+        false => Part::Counts,
+    };
     let batch = engine
-        .run(query(engine, alignment, candidate, sample_limit))
+        .run(query(engine, alignment, candidate, part))
         .await?;
     let unreadable = |what: String| {
         Diagnostic::error(
@@ -279,8 +310,7 @@ pub async fn compare(
             .ok_or_else(|| unreadable(format!("no column `{name}`")))?;
         cast(column, to).map_err(|e| unreadable(format!("`{name}` not an integer: {e}")))
     };
-    let kinds = int("phlo_kind", &DataType::Int32)?;
-    let kinds = kinds.as_any().downcast_ref::<Int32Array>().expect("cast");
+    let kinds = kinds_of(&batch).map_err(unreadable)?;
     let totals = (0..kinds.len())
         .find(|&i| kinds.value(i) == COUNTS)
         .ok_or_else(|| unreadable("no row of counts".into()))?;
@@ -305,9 +335,19 @@ pub async fn compare(
         .map(|(j, c)| Ok((c.name.clone(), n(&format!("changed_{j}"))?)))
         .collect::<Result<_, Diagnostic>>()?;
     let (base_rows, candidate_rows) = (n("base_rows")?, n("candidate_rows")?);
+    let differs = records.added + records.removed + records.modified > 0
+        || n("base_duplicate_keys")? + n("candidate_duplicate_keys")? > 0;
     let (samples, duplicate_samples) = match sample_limit {
         0 => Default::default(),
-        limit => samples(&batch, kinds, alignment, limit).map_err(unreadable)?,
+        _ if !differs => Default::default(),
+        _ if one_statement => samples(&batch, alignment, sample_limit).map_err(unreadable)?,
+        limit => {
+            let part = Part::Samples(limit);
+            let rows = engine
+                .run(query(engine, alignment, candidate, part))
+                .await?;
+            samples(&rows, alignment, limit).map_err(unreadable)?
+        }
     };
     Ok(KeyedOutcome {
         base_rows,
@@ -338,10 +378,10 @@ pub async fn compare(
 /// row counts.
 fn samples(
     rows: &RecordBatch,
-    kinds: &Int32Array,
     alignment: &Alignment,
     limit: usize,
 ) -> Result<(RecordSamples, Vec<Value>), String> {
+    let kinds = &kinds_of(rows)?;
     let alignment = &at_read_scales(alignment, rows);
     let column = |name: &str| {
         rows.column_by_name(name)
@@ -403,6 +443,19 @@ fn samples(
         })
         .collect();
     Ok((samples, duplicates))
+}
+
+/// The `phlo_kind` of each row of a comparison query's result.
+fn kinds_of(rows: &RecordBatch) -> Result<Int32Array, String> {
+    let column = rows
+        .column_by_name("phlo_kind")
+        .ok_or("no column `phlo_kind`")?;
+    let kinds = cast(column, &DataType::Int32).map_err(|e| format!("`phlo_kind`: {e}"))?;
+    Ok(kinds
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .expect("cast to Int32")
+        .clone())
 }
 
 /// `alignment` with each decimal column at the scale the sampled `rows` were read at when

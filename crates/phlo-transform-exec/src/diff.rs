@@ -1022,6 +1022,10 @@ impl PushdownEngine for WarehousePushdown {
         }
     }
 
+    fn materializes_with(&self) -> bool {
+        self.adapter.name() != "trino"
+    }
+
     fn run(
         &self,
         sql: String,
