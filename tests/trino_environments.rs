@@ -811,26 +811,9 @@ fn assert_unchanged(report: &Value, rows: u64) {
 /// join-diff query (`--large-table-rows 1`). Both must agree on every count and sample; the
 /// fetched report is returned.
 fn fetched_and_pushed_down(root: &Path) -> Value {
-    let fetched = ok(root, &["diff", "assay.typed", "--full", "--json"]);
-    let pushed = ok(
-        root,
-        &[
-            "diff",
-            "assay.typed",
-            "--full",
-            "--large-table-rows",
-            "1",
-            "--json",
-        ],
-    );
-    let reason = pushed["strategy_reason"].as_str().unwrap();
-    assert!(
-        reason.contains("compared in trino by one join-diff"),
-        "{reason}"
-    );
-    for part in ["rows", "records", "changed_values", "duplicates", "samples"] {
-        assert_eq!(pushed[part], fetched[part], "{part}: {pushed}\n{fetched}");
-    }
+    let args = ["diff", "assay.typed", "--full", "--json"];
+    let fetched = ok(root, &args);
+    common::assert_pushed_down_agrees(root, &args, "trino", &fetched);
     fetched
 }
 

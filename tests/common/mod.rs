@@ -224,6 +224,31 @@ pub fn assert_results_records(data: &serde_json::Value) {
     }
 }
 
+/// `diff` with `args` again with `--large-table-rows 1`, so that the comparison runs in
+/// warehouse `engine` by the join-diff query: the same counts and samples as `fetched` (the
+/// report of the same diff fetched into memory).
+pub fn assert_pushed_down_agrees(
+    root: &Path,
+    args: &[&str],
+    engine: &str,
+    fetched: &serde_json::Value,
+) {
+    let args: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--large-table-rows", "1"])
+        .collect();
+    let out = run(root, &args);
+    assert_eq!(out.code, 0, "{args:?}:\n{}\n{}", out.stdout, out.stderr);
+    let pushed = out.json();
+    let reason = pushed["strategy_reason"].as_str().unwrap();
+    let expected = format!("compared in {engine} by one join-diff query");
+    assert!(reason.contains(&expected), "{reason}");
+    for part in ["rows", "records", "changed_values", "duplicates", "samples"] {
+        assert_eq!(pushed[part], fetched[part], "{part}: {pushed}\n{fetched}");
+    }
+}
+
 /// `out` (a `--json` command) refused as bad input: exit 2, its first diagnostic `code`, whose
 /// help line says `help`.
 pub fn assert_refused(out: &Output, code: &str, help: &str) {

@@ -335,8 +335,18 @@ pub async fn compare(
         .map(|(j, c)| Ok((c.name.clone(), n(&format!("changed_{j}"))?)))
         .collect::<Result<_, Diagnostic>>()?;
     let (base_rows, candidate_rows) = (n("base_rows")?, n("candidate_rows")?);
-    let differs = records.added + records.removed + records.modified > 0
-        || n("base_duplicate_keys")? + n("candidate_duplicate_keys")? > 0;
+    let mut duplicates = Duplicates {
+        base: DuplicateCounts {
+            keys: n("base_duplicate_keys")?,
+            rows: n("base_duplicate_rows")?,
+        },
+        candidate: DuplicateCounts {
+            keys: n("candidate_duplicate_keys")?,
+            rows: n("candidate_duplicate_rows")?,
+        },
+        samples: Vec::new(),
+    };
+    let differs = records.added + records.removed + records.modified > 0 || duplicates.any();
     let (samples, duplicate_samples) = match sample_limit {
         0 => Default::default(),
         _ if !differs => Default::default(),
@@ -349,6 +359,7 @@ pub async fn compare(
             samples(&rows, alignment, limit).map_err(unreadable)?
         }
     };
+    duplicates.samples = duplicate_samples;
     Ok(KeyedOutcome {
         base_rows,
         candidate_rows,
@@ -356,17 +367,7 @@ pub async fn compare(
         compared_candidate_rows: candidate_rows,
         records,
         changed_values,
-        duplicates: Duplicates {
-            base: DuplicateCounts {
-                keys: n("base_duplicate_keys")?,
-                rows: n("base_duplicate_rows")?,
-            },
-            candidate: DuplicateCounts {
-                keys: n("candidate_duplicate_keys")?,
-                rows: n("candidate_duplicate_rows")?,
-            },
-            samples: duplicate_samples,
-        },
+        duplicates,
         samples,
         differing_rows: None,
     })
