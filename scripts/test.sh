@@ -66,6 +66,32 @@ if ! python_readers_present 2>/dev/null; then
         "duckdb==2.0.1"
 fi
 
+# --- TPC generator ----------------------------------------------------------------------------------
+# tests/self_consistency.rs generates TPC-H and TPC-DS data and queries with DuckDB's own
+# `tpch`/`tpcds` extensions, published on PyPI only up to DuckDB 1.5.5: a separate environment,
+# so the readers keep their duckdb. PHLO_TPC_PYTHON tells the test where its Python is.
+TPC_GENERATOR=("duckdb==1.5.5" "duckdb-extension-tpch==1.5.5" "duckdb-extension-tpcds==1.5.5" "pyarrow==26.0.1")
+TPC_VENV="$HOME/.cache/phlo-transform/tpcgen-venv"
+export PHLO_TPC_PYTHON="$TPC_VENV/bin/python"
+tpc_generator_present() {
+    [ -x "$PHLO_TPC_PYTHON" ] && "$PHLO_TPC_PYTHON" - "${TPC_GENERATOR[@]}" <<'EOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, wanted = pin.split("==")
+    try:
+        if version(name) != wanted:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+EOF
+}
+if ! tpc_generator_present 2>/dev/null; then
+    log "installing the TPC generator environment: ${TPC_GENERATOR[*]}"
+    python3 -m venv "$TPC_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$TPC_VENV"; }
+    "$TPC_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${TPC_GENERATOR[@]}"
+fi
+
 # --- PostgreSQL -------------------------------------------------------------------------------------
 # The state-store suite and tests/state.rs create a fresh database per test through
 # PHLO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres, trust

@@ -180,6 +180,7 @@ impl LocalEngine {
             .with_default_features()
             .with_config(config)
             .with_query_planner(DeltaPlanner::new())
+            .with_optimizer_rules(phlo_transform_compiler::output::type_preserving_rules())
             .build();
         let ctx = SessionContext::new_with_state(state);
         let session = ctx.state_weak_ref();
@@ -289,8 +290,12 @@ impl LocalEngine {
             .statement_to_plan(statement)
             .await
             .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))?;
-        self.semantics
+        let rewritten = self
+            .semantics
             .rewrite(plan)
+            .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))?;
+        // The plan whose schema `check` reported: the table is declared with it.
+        phlo_transform_compiler::output::executable(&self.ctx.state(), rewritten)
             .map_err(|e| err(codes::QUERY_FAILED, e.strip_backtrace()))
     }
 

@@ -21,6 +21,7 @@ mod incremental;
 pub mod lineage;
 mod locate;
 pub mod model;
+pub mod output;
 mod parsed;
 mod plan_lineage;
 mod relax;

@@ -18,10 +18,12 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result, Span};
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
-use datafusion::logical_expr::{cast, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::logical_expr::{
+    cast, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union,
+};
 use datafusion::prelude::SessionConfig;
 use serde::Deserialize;
 
@@ -199,7 +201,7 @@ impl Semantics {
                 expr.transform_up(|e| self.rewrite_expr(e, &schema))
                     .map(|t| t.update_data(|e| name.restore(e)))
             })?
-            .map_data(|p| p.recompute_schema())
+            .map_data(recompute_schema)
         })
         .map(|t| t.data)
     }
@@ -240,6 +242,27 @@ impl Semantics {
             {
                 Ok(Transformed::yes(cast(e, DataType::Int64)))
             }
+            // `avg(x) OVER (…)`: an aggregate used as a window function types the same way.
+            Expr::WindowFunction(mut window)
+                if window.params.args.len() == 1
+                    && matches!(window.fun, WindowFunctionDefinition::AggregateUDF(_)) =>
+            {
+                let WindowFunctionDefinition::AggregateUDF(func) = &window.fun else {
+                    unreachable!("matched above")
+                };
+                let to = window.params.args[0]
+                    .get_type(schema)
+                    .ok()
+                    .and_then(|t| self.aggregate_argument(func.name(), &t));
+                match to {
+                    Some(to) => {
+                        let arg = window.params.args.remove(0);
+                        window.params.args.push(cast(arg, to));
+                        Ok(Transformed::yes(Expr::WindowFunction(window)))
+                    }
+                    None => Ok(Transformed::no(Expr::WindowFunction(window))),
+                }
+            }
             Expr::AggregateFunction(AggregateFunction { func, mut params })
                 if params.args.len() == 1 =>
             {
@@ -274,20 +297,32 @@ impl Semantics {
             let schema = merge_schema(&node.inputs());
             for expr in node.expressions() {
                 let _ = expr.apply(|e| {
-                    if let Expr::AggregateFunction(AggregateFunction { func, params }) = e {
-                        let kind = match params.args.first().map(|a| a.get_type(&schema)) {
+                    let aggregate = match e {
+                        Expr::AggregateFunction(AggregateFunction { func, params }) => {
+                            Some((func.name(), params.args.first()))
+                        }
+                        Expr::WindowFunction(w) => match &w.fun {
+                            WindowFunctionDefinition::AggregateUDF(func) => {
+                                Some((func.name(), w.params.args.first()))
+                            }
+                            WindowFunctionDefinition::WindowUDF(_) => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some((function, argument)) = aggregate {
+                        let kind = match argument.map(|a| a.get_type(&schema)) {
                             Some(Ok(DataType::Decimal128(..))) => "decimal",
                             Some(Ok(t)) if t.is_integer() => "integer",
                             _ => return Ok(TreeNodeRecursion::Continue),
                         };
-                        let construct = format!("{}({kind})", func.name());
+                        let construct = format!("{function}({kind})");
                         if let Some(d) = self.differences.iter().find(|d| d.construct == construct)
                         {
                             out.push(Divergence {
                                 construct,
                                 reason: d.reason.clone(),
                                 anchors: anchors(e),
-                                function: func.name().to_string(),
+                                function: function.to_string(),
                             });
                         }
                     }
@@ -297,6 +332,19 @@ impl Semantics {
             Ok(TreeNodeRecursion::Continue)
         });
         out
+    }
+}
+
+/// `node`'s schema computed again from its rewritten expressions and inputs. A UNION keeps the
+/// schema it was planned with when its width is unchanged, so it is derived again from its
+/// inputs as the SQL planner does (loosely: the analyzer coerces the branches), or a branch
+/// whose `avg` became DOUBLE would still be declared DECIMAL (TPC-DS q27).
+fn recompute_schema(node: LogicalPlan) -> Result<LogicalPlan> {
+    match node {
+        LogicalPlan::Union(union) => {
+            Union::try_new_with_loose_types(union.inputs).map(LogicalPlan::Union)
+        }
+        other => other.recompute_schema(),
     }
 }
 

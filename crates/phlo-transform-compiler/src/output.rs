@@ -1,0 +1,70 @@
+//! A model's output type: one definition for `check` and the local engine (issue 37).
+//!
+//! `check` reports, and the local engine declares on the table it writes, the schema of
+//! [`executable`]'s plan: the planned query after DataFusion's analyzer (type coercion) and
+//! constant folding. The engine then executes that plan with [`type_preserving_rules`], the
+//! optimizer rules that keep every column's type, so what it computes is what was declared.
+//!
+//! Where the three could diverge, and why each step is here:
+//! - **Constant folding.** The analyzer casts `round(x, 2)`'s literal scale to Int32, and
+//!   `round` types a DECIMAL by its scale only when that argument is a literal: the analysed
+//!   plan alone says `round(DECIMAL(27, 10), 2)` is DECIMAL(27, 10), while execution (which
+//!   folds the cast first) computes DECIMAL(26, 2). TPC-DS q02.
+//! - **Analysis.** The analyzer resolves `grouping(c)` into bit operations on the grouping id,
+//!   which are not nullable: the unanalysed plan says they are. TPC-DS q70, q86.
+//! - **One optimizer rule changes types**, see [`type_preserving_rules`].
+
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::DataFusionError;
+use datafusion::execution::session_state::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
+use datafusion::optimizer::{Optimizer, OptimizerRule};
+use std::sync::Arc;
+
+/// `analysed` with its constant expressions folded (DataFusion's `SimplifyExpressions`, the
+/// same rewrite execution applies): its schema is the model's output schema.
+///
+/// The rule rewrites expressions in place and keeps each node's schema, so the schemas are
+/// computed again from the folded expressions, bottom-up: that is the type execution gives.
+/// A constant that cannot be evaluated (`cast('seven' AS int)`) leaves the plan unfolded: it
+/// is the model's SQL error at run time (E006), where the engine reports it, not a type error.
+pub fn folded(state: &SessionState, analysed: LogicalPlan) -> LogicalPlan {
+    Optimizer::with_rules(vec![Arc::new(SimplifyExpressions::new())])
+        .optimize(analysed.clone(), state, |_, _| {})
+        .and_then(|folded| {
+            folded
+                .transform_up_with_subqueries(|node| node.recompute_schema().map(Transformed::yes))
+        })
+        .map_or(analysed, |recomputed| recomputed.data)
+}
+
+/// The plan the local engine executes for `planned` (a model's query as the SQL planner
+/// planned it, after the dialect's rewrites): analysed and folded, so its schema is the one
+/// `check` reported.
+pub fn executable(
+    state: &SessionState,
+    planned: LogicalPlan,
+) -> Result<LogicalPlan, DataFusionError> {
+    let analysed =
+        state
+            .analyzer()
+            .execute_and_check(planned, state.config_options(), |_, _| {})?;
+    Ok(folded(state, analysed))
+}
+
+/// DataFusion's logical optimizer rules, less those that change a column's type.
+///
+/// `single_distinct_aggregation_to_group_by` rewrites `sum(x)` beside one `count(DISTINCT y)`
+/// into `sum(sum(x))` over a group by `y`, which widens a DECIMAL(p, s) sum by 10 digits twice
+/// (DECIMAL(7, 2) is summed to DECIMAL(27, 2), not DECIMAL(17, 2): apache/datafusion#17699;
+/// TPC-DS q16, q94, q95 failed to write their declared tables). Without it the distinct count
+/// keeps its own accumulator.
+pub fn type_preserving_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    const WIDENS_DECIMAL_SUMS: &str = "single_distinct_aggregation_to_group_by";
+    Optimizer::new()
+        .rules
+        .into_iter()
+        .filter(|rule| rule.name() != WIDENS_DECIMAL_SUMS)
+        .collect()
+}
