@@ -96,8 +96,7 @@ fn contract_workspace(contract: &str) -> tempfile::TempDir {
     write_file(
         root,
         "transforms/assay/assay_results.sql",
-        // `nullif` of a column: of constants alone it would be folded to its non-null value.
-        "-- @key experiment_id\nselect 'e1' as experiment_id, cast(nullif(r, 0) as double) as result, 2 as replicate\nfrom (select 1.5 as r) as measured\n",
+        "-- @key experiment_id\nselect 'e1' as experiment_id, cast(nullif(1.5, 0) as double) as result, 2 as replicate\n",
     );
     dir
 }

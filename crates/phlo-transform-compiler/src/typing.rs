@@ -370,7 +370,7 @@ fn plan_in_parallel(
                     match target
                         .map_err(Planned::Unplannable)
                         .and_then(|target| analyse(state, &target).map_err(Planned::Rejected))
-                        .map(|analysed| crate::output::folded(state, analysed))
+                        .map(crate::output::folded)
                     {
                         Ok(analysed) => Planned::Typed(Box::new(Typed {
                             schema: Arc::new(analysed.schema().as_arrow().clone()),
