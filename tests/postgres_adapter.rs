@@ -201,9 +201,6 @@ fn tpch_tables_on_postgres_equal_the_local_engine() {
     assert_eq!(inspect["adapter"], "postgres");
 }
 
-/// The realistic generated workspace of benches/ (40 models: joins, CTEs, aggregates,
-/// windows; views and tables) on postgres and on the local engine in its dialect: equal column
-/// types for every model and equal rows for every table.
 #[test]
 fn diff_reads_the_model_and_its_table_from_postgres() {
     let pg = Postgres::create();
@@ -220,10 +217,13 @@ fn a_large_table_is_diffed_in_postgres_by_one_query() {
     scenarios::large_diff_runs_in_the_warehouse(ws.path(), &pg);
 }
 
+/// The realistic generated workspace of benches/ (120 models: joins, CTEs, aggregates,
+/// windows; views and tables) on postgres and on the local engine in its dialect: equal column
+/// types for every model and equal rows for every table.
 #[test]
 fn realistic_workspace_on_postgres_equals_the_local_engine() {
     let dir = tempfile::tempdir().unwrap();
-    let found = scenarios::realistic_differences(&Postgres::create(), dir.path(), 40);
+    let found = scenarios::realistic_differences(&Postgres::create(), dir.path(), 120);
     assert_eq!(found.types, Vec::<String>::new(), "column types");
     assert_eq!(found.rows, Vec::<String>::new(), "rows");
 }

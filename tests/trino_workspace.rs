@@ -252,7 +252,7 @@ impl scenarios::Warehouse for TrinoWarehouse {
     }
 }
 
-/// The realistic generated workspace of benches/ (40 models: joins, CTEs, aggregates,
+/// The realistic generated workspace of benches/ (120 models: joins, CTEs, aggregates,
 /// windows; views and tables) on Trino (Iceberg tables, views in the views catalog) and on
 /// the local engine under `dialect = "trino"`: equal column types for every model and equal
 /// rows for every table. Its CSV sources are loaded into `iceberg.<namespace>.<name>` (the
@@ -264,7 +264,7 @@ fn realistic_workspace_on_trino_equals_the_local_engine() {
         schema: unique("realistic"),
     };
     let _cleanup = DropSchema(warehouse.schema.clone());
-    let found = scenarios::realistic_differences(&warehouse, dir.path(), 40);
+    let found = scenarios::realistic_differences(&warehouse, dir.path(), 120);
     assert_eq!(found.types, Vec::<String>::new(), "column types");
     assert_eq!(found.rows, Vec::<String>::new(), "rows");
 }
