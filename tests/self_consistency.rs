@@ -179,13 +179,10 @@ fn tpcds_99_queries_give_duckdbs_rows_under_both_dialects() {
             "tpcds.q27: types differ: g_state long (DuckDB integer)",
             "tpcds.q36: types differ: lochierarchy long (DuckDB integer)",
             "tpcds.q54: types differ: segment_base long (DuckDB integer)",
-            // DuckDB's grouping() is BIGINT, DataFusion's INTEGER.
-            "tpcds.q70: types differ: lochierarchy integer (DuckDB long)",
             // `COALESCE(decimal, 0.0)`: DuckDB's 0.0 is DECIMAL(2, 1), the local engine's DOUBLE
             // (the duckdb dialect does not type literals as decimals), so the difference of
             // two decimal sums is DECIMAL(38, 15) here, DECIMAL(38, 2) there. Same values.
             "tpcds.q75: types differ: sales_amt_diff decimal(38,15) (DuckDB decimal(38,2))",
-            "tpcds.q86: types differ: lochierarchy integer (DuckDB long)",
         ],
         "{found:#?}"
     );

@@ -8,7 +8,8 @@
 //!   (DuckDB), `extract`/`date_part` returning BIGINT (DuckDB, Trino) instead of Int32, `sum`
 //!   of decimals as DECIMAL(38, s) (DuckDB, Trino) and of integers as DECIMAL(38, 0)
 //!   (DuckDB's HUGEINT), `avg` of decimals in DOUBLE (DuckDB): each an argument cast that
-//!   leaves the aggregate's values as they were and gives the target's result type;
+//!   leaves the aggregate's values as they were and gives the target's result type; and
+//!   `grouping(…)` as BIGINT (DuckDB): a cast of its 0/1 bits;
 //! - a warning naming the construct where neither is exact (`difference` entries), so the
 //!   local answer is known to possibly differ from the warehouse's.
 //!
@@ -16,14 +17,17 @@
 //! plan fingerprint keep the plan as planned.
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result, Span};
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
-    cast, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union,
+    cast, Aggregate, BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, Operator, Union,
 };
+use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction;
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::prelude::SessionConfig;
 use serde::Deserialize;
 
@@ -55,6 +59,9 @@ pub struct Semantics {
     /// `double` (DuckDB): `avg` of a decimal is DOUBLE, not DECIMAL(p + 4, s + 4).
     #[serde(default)]
     pub avg_decimal: Option<String>,
+    /// `bigint` (DuckDB): `grouping(…)` is BIGINT, not DataFusion's Int32.
+    #[serde(default)]
+    pub grouping: Option<String>,
     /// `decimal` (Trino): a literal with a fraction (`100.00`) is DECIMAL, not DOUBLE
     /// (DataFusion's `sql_parser.parse_float_as_decimal`).
     #[serde(default)]
@@ -106,6 +113,7 @@ impl Semantics {
             ("sum_integer", &self.sum_integer, "decimal(38,0)"),
             ("avg_decimal", &self.avg_decimal, "double"),
             ("decimal_literals", &self.decimal_literals, "decimal"),
+            ("grouping", &self.grouping, "bigint"),
         ] {
             if let Some(v) = value {
                 if v != allowed {
@@ -159,6 +167,10 @@ impl Semantics {
         self.extract.as_deref() == Some("bigint")
     }
 
+    fn bigint_grouping(&self) -> bool {
+        self.grouping.as_deref() == Some("bigint")
+    }
+
     /// Whether any rewrite applies.
     fn rewrites(&self) -> bool {
         self.float_division()
@@ -167,6 +179,7 @@ impl Semantics {
             || self.sum_decimal.is_some()
             || self.sum_integer.is_some()
             || self.avg_decimal.is_some()
+            || self.bigint_grouping()
     }
 
     /// The type an aggregate's argument is cast to so that the aggregate returns the target's
@@ -193,6 +206,14 @@ impl Semantics {
         if !self.rewrites() {
             return Ok(plan);
         }
+        // `grouping(…)` has no type of its own to change until DataFusion's analyzer rule
+        // resolves it into a cast of bits of the grouping id to Int32 (in a projection over
+        // the aggregate); resolved here first, that cast is the one to rewrite. The analyzer
+        // runs the rule again later and finds nothing left to resolve.
+        let plan = match self.bigint_grouping() {
+            true => ResolveGroupingFunction::new().analyze(plan, &ConfigOptions::default())?,
+            false => plan,
+        };
         plan.transform_up_with_subqueries(|node| {
             let schema = merge_schema(&node.inputs());
             let names = NamePreserver::new(&node);
@@ -241,6 +262,12 @@ impl Semantics {
                     && e.get_type(schema).is_ok_and(|t| t == DataType::Int32) =>
             {
                 Ok(Transformed::yes(cast(e, DataType::Int64)))
+            }
+            Expr::Cast(Cast {
+                expr,
+                data_type: DataType::Int32,
+            }) if self.bigint_grouping() && reads_grouping_id(&expr) => {
+                Ok(Transformed::yes(cast(*expr, DataType::Int64)))
             }
             // `avg(x) OVER (…)`: an aggregate used as a window function types the same way.
             Expr::WindowFunction(mut window)
@@ -333,6 +360,20 @@ impl Semantics {
         });
         out
     }
+}
+
+/// Whether `expr` reads the grouping id column DataFusion adds to an aggregate over grouping
+/// sets: the cast around it is a resolved `grouping(…)`.
+fn reads_grouping_id(expr: &Expr) -> bool {
+    let mut found = false;
+    let _ = expr.apply(|e| {
+        found |= matches!(e, Expr::Column(c) if c.name == Aggregate::INTERNAL_GROUPING_ID);
+        Ok(match found {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    });
+    found
 }
 
 /// `node`'s schema computed again from its rewritten expressions and inputs. A UNION keeps the
