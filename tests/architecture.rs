@@ -59,6 +59,269 @@ fn crate_edges_only_point_down_the_documented_layers() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// docs/architecture.md's "Must never depend on" column, term by term: a term naming crates is
+/// checked against every dependency table of the crate's manifest; a term about what the code
+/// touches is checked in its sources (comments aside). A term this test does not know fails,
+/// so the column and the check cannot drift apart.
+#[test]
+fn no_crate_depends_on_what_its_row_forbids() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let limits = documented_limits(&root.join("docs/architecture.md"));
+    let crates = workspace_crates();
+    let workspace: Vec<String> = crates.iter().map(|k| k.name.clone()).collect();
+    let mut problems = Vec::new();
+    for krate in &crates {
+        let Some(terms) = limits.get(&krate.name) else {
+            continue; // the layer test reports a crate missing from the table
+        };
+        let deps = dependencies(&krate.manifest);
+        for term in terms {
+            match Forbidden::of(term, &workspace, &krate.name) {
+                Some(Forbidden::Packages(packages)) => {
+                    for dep in deps.iter().filter(|d| packages.contains(d)) {
+                        problems.push(format!(
+                            "{} depends on {dep}, which its row forbids (\"{term}\")",
+                            krate.name
+                        ));
+                    }
+                }
+                Some(Forbidden::Code(what, found)) => {
+                    for (file, line) in rust_files(&krate.src).iter().flat_map(|f| {
+                        let code = blank_out_keeping(&std::fs::read_to_string(f).unwrap(), true);
+                        found(&code).into_iter().map(move |l| (f.clone(), l))
+                    }) {
+                        problems.push(format!(
+                            "{}: {}:{line} touches {what}, which its row forbids (\"{term}\")",
+                            krate.name,
+                            file.strip_prefix(root).unwrap_or(&file).display()
+                        ));
+                    }
+                }
+                None => problems.push(format!(
+                    "{}: docs/architecture.md forbids \"{term}\", which this test cannot check: \
+                     name crates (`phlo-transform-…`) or teach `Forbidden::of` the term",
+                    krate.name
+                )),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Issue 38: which engine a command runs on is decided from `AdapterKind` and the engine's
+/// driver (crates/phlo-transform-adapter/src/drivers/), never by comparing an engine's name as
+/// a string. Outside the adapter crate, no code compares a string literal naming an engine;
+/// the exceptions below compare other vocabularies that happen to share a word.
+#[test]
+fn no_engine_name_is_compared_as_a_string_outside_the_adapter_crate() {
+    /// (file, why its literals are not engine names).
+    const OTHER_VOCABULARIES: [(&str, &str); 3] = [
+        (
+            "crates/phlo-transform-core/src/secrets.rs",
+            "URL schemes whose passwords are redacted",
+        ),
+        (
+            "crates/phlo-transform-lakehouse/src/iceberg_state.rs",
+            "the `local://` file system of an Iceberg location",
+        ),
+        (
+            "crates/phlo-transform-sql/src/dialects.rs",
+            "dialect names (dialects/*.toml), which a workspace sets without an adapter",
+        ),
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    for krate in workspace_crates() {
+        if krate.name == "phlo-transform-adapter" {
+            continue;
+        }
+        for file in rust_files(&krate.src) {
+            let shown = file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            if OTHER_VOCABULARIES.iter().any(|(f, _)| *f == shown) {
+                continue;
+            }
+            let code = blank_out_keeping(&std::fs::read_to_string(&file).unwrap(), true);
+            for (line, name) in engine_name_comparisons(&code) {
+                problems.push(format!(
+                    "{shown}:{line} compares the engine name \"{name}\" as a string: ask \
+                     `AdapterTarget::kind()` / `Adapter::kind()` (an `AdapterKind`) or the \
+                     engine's driver (`phlo_transform_adapter::driver`)"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The comparison scanner itself: `==`, `!=`, match arms, `matches!` and `Some("…")` compared
+/// are found; a name passed as an argument, in a comment or in a format string is not.
+#[test]
+fn the_engine_name_scanner_finds_comparisons_only() {
+    let code = blank_out_keeping(
+        concat!(
+            "if kind == \"trino\" {}\n",
+            "match k { \"local\" => 1, \"duckdb\" | \"postgres\" => 2, _ => 3 }\n",
+            "let b = matches!(k, \"postgres\");\n",
+            "let c = r.adapter.as_deref() == Some(\"trino\");\n",
+            "let d = \"local\" != k;\n",
+            "ws.adapter_target(Some(\"local\")); // kind == \"trino\"\n",
+            "format!(\"local\"); let e = \"trino is fast\" == k;\n",
+        ),
+        true,
+    );
+    let found: Vec<(usize, String)> = engine_name_comparisons(&code);
+    let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, vec![1, 2, 2, 2, 3, 4, 5], "{found:?}");
+}
+
+/// The lines (1-based) and names of the engine-name string literals `code` (comments blanked,
+/// strings kept) compares: `== "x"`, `"x" ==`, `!=` either way, `"x" =>`, `"x" |`, `| "x"`,
+/// `matches!(…, "x")` and `== Some("x")`.
+fn engine_name_comparisons(code: &str) -> Vec<(usize, String)> {
+    const ENGINES: [&str; 4] = ["local", "duckdb", "postgres", "trino"];
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        for name in ENGINES {
+            let literal = format!("\"{name}\"");
+            for (at, _) in line.match_indices(&literal) {
+                let before = line[..at].trim_end();
+                let after = line[at + literal.len()..].trim_start();
+                let before_some = before.strip_suffix("Some(").map(str::trim_end);
+                let compared = ["==", "!="].iter().any(|op| {
+                    before.ends_with(op)
+                        || after.starts_with(op)
+                        || before_some.is_some_and(|b| b.ends_with(op))
+                }) || after.starts_with("=>")
+                    || (after.starts_with('|') && !after.starts_with("||"))
+                    || (before.ends_with('|') && !before.ends_with("||"))
+                    || (before.ends_with(',') && before.contains("matches!("));
+                if compared {
+                    out.push((n + 1, name.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a "Must never depend on" term forbids.
+enum Forbidden {
+    /// These packages, as dependencies.
+    Packages(Vec<String>),
+    /// Code that does this (a description, and the lines of a file's code that do it).
+    Code(&'static str, fn(&str) -> Vec<usize>),
+}
+
+impl Forbidden {
+    /// The meaning of `term` in the row of crate `own` (`workspace`: every package of the
+    /// workspace); `None` for a term this test does not know.
+    fn of(term: &str, workspace: &[String], own: &str) -> Option<Forbidden> {
+        let packages = |names: &[&str]| {
+            Some(Forbidden::Packages(
+                names.iter().map(|n| n.to_string()).collect(),
+            ))
+        };
+        // Engines: the adapter crate and the engines' own crates (the Iceberg crate is a table
+        // format's metadata, which `lakehouse` reads, not an engine).
+        const ENGINES: [&str; 5] = [
+            "phlo-transform-adapter",
+            "datafusion",
+            "deltalake",
+            "iceberg-datafusion",
+            "duckdb",
+        ];
+        match term {
+            "any other crate of the workspace" => Some(Forbidden::Packages(
+                workspace.iter().filter(|w| *w != own).cloned().collect(),
+            )),
+            "any engine" | "engines" => packages(&ENGINES),
+            "the compiler" => packages(&["phlo-transform-compiler"]),
+            "state" => packages(&["phlo-transform-state"]),
+            "adapters" => packages(&["phlo-transform-adapter"]),
+            "workspaces" => packages(&["phlo-transform-project"]),
+            "the planner" => packages(&["phlo-transform-plan"]),
+            "the scheduler" => packages(&["phlo-transform-exec"]),
+            "the CLI" => packages(&["phlo-transform"]),
+            "SQL parsing" => packages(&["phlo-transform-sql", "sqlparser", "datafusion"]),
+            "DataFusion's planner" => {
+                Some(Forbidden::Code("DataFusion beyond its sqlparser", |code| {
+                    lines_where(code, |l| {
+                        l.match_indices("datafusion::")
+                            .any(|(at, _)| !l[at..].starts_with("datafusion::sql::sqlparser"))
+                    })
+                }))
+            }
+            "files" => Some(Forbidden::Code("the file system", |code| {
+                lines_where(code, |l| l.contains("std::fs") || l.contains("fs::"))
+            })),
+            "table formats' layouts" => Some(Forbidden::Code("a table format's layout", |code| {
+                lines_where(code, |l| {
+                    l.contains("\"_delta_log\"") || l.contains(".metadata.json\"")
+                })
+            })),
+            "—" => Some(Forbidden::Packages(Vec::new())),
+            _ => None,
+        }
+    }
+}
+
+/// The 1-based numbers of the lines of `code` for which `hit` holds.
+fn lines_where(code: &str, hit: impl Fn(&str) -> bool) -> Vec<usize> {
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| hit(l))
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Each crate of docs/architecture.md's table and the terms of its "Must never depend on"
+/// column (split at `;` and `,`, each without its parenthesised remark).
+fn documented_limits(doc: &Path) -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Crates, their jobs and their limits"))
+        .expect("docs/architecture.md has the section `Crates, their jobs and their limits`");
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| {
+            let name = l.split('`').next()?;
+            let column = l.trim_end().trim_end_matches('|').rsplit('|').next()?;
+            // A remark in parentheses explains a term: `adapters (it never runs a query)`.
+            let terms = column
+                .split([';', ','])
+                .map(|t| t.split(" (").next().unwrap_or(t).trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect();
+            name.starts_with("phlo-transform")
+                .then(|| (name.to_string(), terms))
+        })
+        .collect()
+}
+
 /// The scanner itself: a cycle through a re-export, `super::`, a use tree and a child module's
 /// name is found; comments, strings and an inline test module's `super::*` are not edges.
 #[test]
@@ -156,6 +419,15 @@ fn package_name(manifest: &Path) -> String {
 /// The workspace crates (`phlo-transform-*`) a manifest depends on, in any dependency table
 /// (normal, build, dev, per target).
 fn workspace_dependencies(manifest: &Path) -> BTreeSet<String> {
+    dependencies(manifest)
+        .into_iter()
+        .filter(|d| d.starts_with("phlo-transform"))
+        .collect()
+}
+
+/// Every package a manifest depends on, in any dependency table (normal, build, dev, per
+/// target).
+fn dependencies(manifest: &Path) -> BTreeSet<String> {
     let text = std::fs::read_to_string(manifest).unwrap();
     let mut in_dependencies = false;
     let mut out = BTreeSet::new();
@@ -173,7 +445,7 @@ fn workspace_dependencies(manifest: &Path) -> BTreeSet<String> {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
             .collect();
-        if key.starts_with("phlo-transform") {
+        if !key.is_empty() {
             out.insert(key);
         }
     }
@@ -488,6 +760,12 @@ fn absolute(
 /// `text` with comments, strings and character literals blanked out (newlines kept), so that
 /// only code is scanned.
 fn blank_out(text: &str) -> String {
+    blank_out_keeping(text, false)
+}
+
+/// `text` with comments blanked out (newlines kept), and raw strings and character literals;
+/// plain string literals (`"…"`) are kept when `keep_strings`, else blanked too.
+fn blank_out_keeping(text: &str, keep_strings: bool) -> String {
     let b: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -549,19 +827,20 @@ fn blank_out(text: &str) -> String {
             out.extend(b[i..j.min(b.len())].iter().map(|&c| blank(c)));
             i = j;
         } else if c == '"' {
-            out.push(' ');
+            let keep = |c: char| if keep_strings { c } else { blank(c) };
+            out.push(keep('"'));
             i += 1;
             while i < b.len() && b[i] != '"' {
                 if b[i] == '\\' {
-                    out.push(' ');
+                    out.push(keep('\\'));
                     i += 1;
                 }
                 if i < b.len() {
-                    out.push(blank(b[i]));
+                    out.push(keep(b[i]));
                     i += 1;
                 }
             }
-            out.push(' ');
+            out.push(keep('"'));
             i += 1;
         } else if c == '\'' {
             // A character literal ('x', '\n', '\u{…}'), not a lifetime ('a).

@@ -52,8 +52,8 @@ impl FaultyEngine {
 
 #[async_trait]
 impl Adapter for FaultyEngine {
-    fn name(&self) -> &str {
-        self.inner.name()
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        self.inner.kind()
     }
     fn dialect(&self) -> &str {
         self.inner.dialect()

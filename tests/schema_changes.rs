@@ -279,3 +279,58 @@ fn a_plan_over_compile_errors_compares_with_the_environment_ref_names() {
     let main = ["--json", "plan"];
     assert!(removed_columns(root, &main, "shop.orders").is_empty());
 }
+
+/// Issue 38: over compile errors a `--ref` that cannot be bound shows nothing recorded, never
+/// main's records (which are not what `--ref` asked about).
+#[test]
+fn a_plan_over_compile_errors_with_an_unknown_ref_compares_with_nothing() {
+    let ws = workspace();
+    let root = ws.path();
+    let with_extra = ORDERS_V1.replace(", legacy\n", ", legacy, 'e' as extra\n");
+    edit(root, "transforms/shop/orders.sql", &with_extra);
+    let built = run(root, &["run"]);
+    assert_eq!(built.code, 0, "{}\n{}", built.stdout, built.stderr);
+    edit(root, "transforms/shop/orders.sql", ORDERS_V1);
+    edit(
+        root,
+        "transforms/shop/report.sql",
+        "-- @table\nselect id, legacy, extra\nfrom shop.orders\n",
+    );
+    let main = ["--json", "plan"];
+    assert_eq!(removed_columns(root, &main, "shop.orders"), ["extra"]);
+    let unknown = ["--json", "plan", "--ref", "nosuch"];
+    assert!(removed_columns(root, &unknown, "shop.orders").is_empty());
+}
+
+/// Issue 38: a `run` over compile errors judges what they block on the plan the run makes, in
+/// the environment `--ref` names: in `dev`, which holds the edited `shop.orders`, `changed`
+/// selects nothing that can build, so the run is refused as for a workspace that does not
+/// compile; in main the edited `shop.orders` and its view are changed and run.
+#[test]
+fn a_run_over_compile_errors_selects_by_the_state_of_the_environment_ref_names() {
+    let ws = workspace();
+    let root = ws.path();
+    assert_eq!(
+        run(root, &["ref", "create", "dev", "--from", "main"]).code,
+        0
+    );
+    let with_extra = ORDERS_V1.replace(", legacy\n", ", legacy, 'e' as extra\n");
+    edit(root, "transforms/shop/orders.sql", &with_extra);
+    let built = run(root, &["run", "--ref", "dev"]);
+    assert_eq!(built.code, 0, "{}\n{}", built.stdout, built.stderr);
+    edit(
+        root,
+        "transforms/shop/report.sql",
+        "-- @table\nselect id, legacy, missing\nfrom shop.orders\n",
+    );
+    let refused = run(root, &["--json", "run", "--ref", "dev", "-s", "changed"]);
+    assert_eq!(refused.code, 2, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.json().get("run_id").is_none(),
+        "nothing runs: {}",
+        refused.stdout
+    );
+    let part = run(root, &["--json", "run", "-s", "changed"]);
+    assert_eq!(part.code, 0, "{}\n{}", part.stdout, part.stderr);
+    assert!(part.json().get("run_id").is_some(), "{}", part.stdout);
+}

@@ -27,15 +27,17 @@
 //!   failed, A002 write failed, A003 relation unavailable, A008 warehouse unreachable, A011
 //!   query cancelled.
 
+mod capabilities;
 pub mod cause;
 mod computed_view;
 mod delta;
+mod drivers;
 #[cfg(feature = "duckdb")]
 pub mod duck;
 mod error;
 pub mod external;
 mod fetched;
-mod for_target;
+pub mod field_marks;
 mod freshness;
 mod inflight;
 mod job;
@@ -60,23 +62,26 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::Query;
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_project::{Materialization, SourceDecl};
+use phlo_transform_project::{AdapterKind, Materialization, SourceDecl};
 
+pub use capabilities::{
+    DiffCapabilities, Driver, EnvironmentSupport, ModelStorage, Purpose, WarehouseCatalog,
+};
+pub use drivers::driver;
 #[cfg(feature = "duckdb")]
 pub use duck::DuckDbEngine;
 /// The `duckdb` crate this adapter links, for callers that open the same database file.
 #[cfg(feature = "duckdb")]
 pub use duckdb;
 pub use error::AdapterError;
-pub use external::{warehouse_sources, SchemaRead};
-pub use for_target::compile_for_target;
+pub use external::SchemaRead;
 pub use inflight::{InFlight, QueryId, QueryStatistics};
 pub use job::{MaterializeJob, MaterializeOutcome, TableSpec};
 pub use local::LocalEngine;
 pub use postgres::PostgresEngine;
 pub use relation::{ColumnInfo, Relation, RelationInfo, RelationKind};
-pub use reserved::{reserved_names, RESERVED_SUFFIXES};
-pub use targets::{open, open_diagnosed, open_help, unreadable_relations, Purpose};
+pub use reserved::RESERVED_SUFFIXES;
+pub use targets::{open, open_diagnosed, open_help, unreadable_relations};
 
 /// What the adapter knows about a source when asked (SPEC §12 step 6, §34).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,10 +96,16 @@ pub struct SourceState {
 
 #[async_trait]
 pub trait Adapter: Send + Sync {
+    /// The engine this adapter runs on; its capabilities beyond building are its
+    /// [`driver`]'s.
+    fn kind(&self) -> AdapterKind;
+
     /// The adapter's type (`local`, `postgres`, `duckdb`, `trino`): recorded with every
     /// materialisation, so that a model built by another adapter is rebuilt
     /// (`adapter_change`, SPEC §39).
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        self.kind().as_str()
+    }
 
     /// The dialect models are type-checked against and printed in (`dialects/<name>.toml`):
     /// by default the adapter's name (`postgres`, `duckdb`, `trino`); `datafusion` for the

@@ -510,8 +510,8 @@ pub(crate) async fn open_iceberg_provider(
 /// table: the source's name, the model's name or its `default_schema` placement.
 #[async_trait]
 impl Adapter for LocalEngine {
-    fn name(&self) -> &str {
-        "local"
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        phlo_transform_project::AdapterKind::Local
     }
 
     fn dialect(&self) -> &str {

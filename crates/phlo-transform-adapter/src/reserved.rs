@@ -11,22 +11,23 @@ use phlo_transform_project::{AdapterTarget, Workspace};
 use crate::sqlgen::NEW_SUFFIX;
 use crate::trino::BATCH_SUFFIX;
 
-/// The suffixes no model's table may end with on a warehouse target.
+/// The suffixes the warehouse engines keep (each driver says which it reserves).
 pub const RESERVED_SUFFIXES: [&str; 2] = [NEW_SUFFIX, BATCH_SUFFIX];
 
-/// A012 for every model of `ws` whose table on `target` ends with a reserved suffix, at the
-/// model's file. The local engine keeps no such relations: nothing to refuse there.
-pub fn reserved_names(ws: &Workspace, target: &AdapterTarget) -> Vec<Diagnostic> {
-    if !matches!(target.kind(), "postgres" | "duckdb" | "trino") {
-        return Vec::new();
-    }
+/// A012 for every model of `ws` whose table on `target` ends with one of the `reserved`
+/// suffixes of its engine, at the model's file.
+pub(crate) fn reserved_names(
+    ws: &Workspace,
+    target: &AdapterTarget,
+    reserved: &[&str],
+) -> Vec<Diagnostic> {
     let default_schema = target.settings.default_schema.as_deref();
     ws.models
         .iter()
         .filter_map(|m| {
             let relation = crate::naming::model(m.name.as_str(), default_schema, "");
             let table = relation.parts.last()?;
-            let suffix = RESERVED_SUFFIXES.iter().find(|s| table.ends_with(*s))?;
+            let suffix = reserved.iter().find(|s| table.ends_with(*s))?;
             Some(
                 Diagnostic::error(
                     codes::RESERVED_RELATION_NAME,

@@ -1,5 +1,5 @@
-//! From a configured target (`[adapter]`, `[adapters.<name>]`) to a running adapter. The one
-//! place an engine is chosen; everything after it holds a `dyn Adapter`.
+//! From a configured target (`[adapter]`, `[adapters.<name>]`) to a running adapter, through
+//! the target's [`Driver`](crate::Driver); everything after it holds a `dyn Adapter`.
 
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -8,17 +8,7 @@ use phlo_transform_project::AdapterTarget;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::{Adapter, AdapterError, LocalEngine, PostgresEngine};
-
-/// What the adapter is opened for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
-    /// Naming and introspection only (`plan`, `list`, `inspect`): the local engine opens no
-    /// tables.
-    Plan,
-    /// Executing models and tests, at most `jobs` at once.
-    Run { jobs: usize },
-}
+use crate::{Adapter, AdapterError, Purpose};
 
 /// The help line for `e`, the error opening `target`: the engine's own when it has one (what
 /// to check for a server that is down, a wrong password, a missing database or a locked
@@ -69,89 +59,16 @@ pub fn unreadable_relations(problems: Vec<AdapterError>) -> Vec<Diagnostic> {
 }
 
 /// Opens `target` for workspace `c` rooted at `root` (the local engine's warehouse is
-/// `root/.phlo/warehouse`). Problems that do not stop the engine from opening (a source the
-/// local engine cannot register) come back beside it; a warehouse that cannot be reached is
-/// an error (A008).
+/// `root/.phlo/warehouse`) through its engine's [`Driver`]. Problems that do not stop the
+/// engine from opening (a source the local engine cannot register) come back beside it; a
+/// warehouse that cannot be reached is an error (A008).
 pub async fn open(
     target: &AdapterTarget,
     root: &Path,
     c: &Compilation,
     purpose: Purpose,
 ) -> Result<(Arc<dyn Adapter>, Vec<AdapterError>), AdapterError> {
-    let s = &target.settings;
-    match target.kind() {
-        "local" => {
-            let warehouse = root.join(".phlo").join("warehouse");
-            Ok(match purpose {
-                Purpose::Plan => (
-                    Arc::new(LocalEngine::unregistered(
-                        &warehouse,
-                        s.default_schema.as_deref(),
-                    )),
-                    Vec::new(),
-                ),
-                Purpose::Run { .. } => {
-                    let (engine, problems) =
-                        LocalEngine::open(&warehouse, c, s.default_schema.as_deref()).await;
-                    (Arc::new(engine), problems)
-                }
-            })
-        }
-        "postgres" => {
-            let password = target
-                .password()
-                .map_err(|d| AdapterError::new(d.code, d.message))?;
-            let jobs = match purpose {
-                Purpose::Plan => 1,
-                Purpose::Run { jobs } => jobs as u32,
-            };
-            let engine = PostgresEngine::connect(
-                s.url.as_deref().unwrap_or_default(),
-                password.as_deref(),
-                s.default_schema.as_deref(),
-                jobs,
-            )
-            .await?;
-            Ok((Arc::new(engine), Vec::new()))
-        }
-        #[cfg(feature = "duckdb")]
-        "duckdb" => {
-            let path = root.join(s.path.as_deref().unwrap_or("warehouse.duckdb"));
-            // Planning never creates the database file: without one, nothing exists yet.
-            let engine = if purpose == Purpose::Plan && !path.exists() {
-                crate::DuckDbEngine::empty(s.default_schema.as_deref())?
-            } else {
-                crate::DuckDbEngine::open(&path, s.default_schema.as_deref())?
-            };
-            Ok((Arc::new(engine), Vec::new()))
-        }
-        #[cfg(not(feature = "duckdb"))]
-        "duckdb" => Err(AdapterError::new(
-            codes::UNKNOWN_ADAPTER,
-            format!(
-                "adapter `{}`: this build has no DuckDB; build with `--features duckdb` \
-                 after `export DUCKDB_LIB_DIR=$(scripts/duckdb.sh)` (see docs/adapters.md)",
-                target.name
-            ),
-        )),
-        "trino" => {
-            let settings = crate::trino::settings(target, root)?;
-            // View models live in the views catalog: the engine names them there.
-            let views = c
-                .models
-                .iter()
-                .filter(|m| m.materialization == phlo_transform_project::Materialization::View)
-                .map(|m| m.name.as_str().to_string())
-                .collect();
-            let engine = crate::trino::TrinoEngine::connect(settings, views).await?;
-            Ok((Arc::new(engine), Vec::new()))
-        }
-        other => Err(AdapterError::new(
-            codes::UNKNOWN_ADAPTER,
-            format!(
-                "adapter `{}`: type `{other}` is not available in this build",
-                target.name
-            ),
-        )),
-    }
+    crate::driver(target.kind())
+        .open(target, root, c, purpose)
+        .await
 }

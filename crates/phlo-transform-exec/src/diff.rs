@@ -29,10 +29,9 @@ use datafusion::sql::sqlparser::ast::{Query, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::TableReference;
-use phlo_transform_adapter::postgres::SCALE_FROM_VALUES;
+use phlo_transform_adapter::field_marks::{JSON_TEXT, SCALE_FROM_VALUES};
 use phlo_transform_adapter::snapshot::{DeltaAt, TableVersion};
-use phlo_transform_adapter::trino::JSON_TEXT;
-use phlo_transform_adapter::{Adapter, InFlight, LocalEngine, Purpose};
+use phlo_transform_adapter::{Adapter, InFlight, LocalEngine, ModelStorage, Purpose};
 use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -41,7 +40,7 @@ use phlo_transform_diff::{
     DiffOptions, DiffPolicy, DiffReport, DiffRequest, KeyChoice, KeySource, NanSemantics,
     PushdownEngine, SideInput, Strategy,
 };
-use phlo_transform_project::{DiffSection, Materialization};
+use phlo_transform_project::{AdapterKind, DiffSection, Materialization};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -494,12 +493,8 @@ pub async fn diff_model(
         .with_help("`phlo-transform list` shows every model")
     })?;
     let model = c.models[index].name.as_str().to_string();
-    let kind = c
-        .workspace
-        .adapter_target(target.adapter)?
-        .kind()
-        .to_string();
-    let engine = Engine::of(&kind);
+    let kind = c.workspace.adapter_target(target.adapter)?.kind();
+    let engine = phlo_transform_adapter::driver(kind).storage();
     let reference = target.reference.unwrap_or(MAIN);
     let base_spec = parse_side(args.from.as_deref().unwrap_or("materialized"))?;
     let cand_spec = parse_side(args.to.as_deref().unwrap_or("workspace"))?;
@@ -511,17 +506,17 @@ pub async fn diff_model(
             Some(t) => format!("{flag} {t}"),
             None => format!("{flag} (default {})", default_name(spec)),
         };
-        engine.accepts(&kind, &model, &side, spec)?;
+        accepts(engine, kind, &model, &side, spec)?;
     }
     // On branches the model's table as last materialised is the one its reference reads.
     let on_branch = |spec: SideSpec| match spec {
-        SideSpec::Model(ModelSide::Materialized) if engine == Engine::Branches => {
+        SideSpec::Model(ModelSide::Materialized) if engine == ModelStorage::Branches => {
             SideSpec::Reference(reference.to_string())
         }
         other => other,
     };
     let (base_spec, cand_spec) = (on_branch(base_spec), on_branch(cand_spec));
-    if let (Engine::Warehouse, Some(r)) = (engine, target.reference) {
+    if let (ModelStorage::Warehouse, Some(r)) = (engine, target.reference) {
         return Err(Diagnostic::error(
             codes::ENVIRONMENTS_UNSUPPORTED,
             format!("--ref {r}: the {kind} adapter has no environments"),
@@ -531,35 +526,36 @@ pub async fn diff_model(
         ));
     }
     let any = |f: fn(&SideSpec) -> bool| f(&base_spec) || f(&cand_spec);
-    let local = if engine == Engine::Embedded && any(SideSpec::is_model) {
+    let local = if engine == ModelStorage::Embedded && any(SideSpec::is_model) {
         let (engine, problems) = target.open_local(c).await?;
         warnings.extend(problems);
         Some(engine)
     } else {
         None
     };
-    let on_other_branch = engine == Engine::Branches && reference != MAIN;
+    let on_other_branch = engine == ModelStorage::Branches && reference != MAIN;
     let envs = if any(|s| !s.is_model()) || on_other_branch {
         Some(target.environments().await?)
     } else {
         None
     };
-    let warehouse =
-        if engine == Engine::Warehouse || (engine == Engine::Branches && any(SideSpec::is_model)) {
-            // On branches, the adapter bound to the `--ref` branch: the model's SQL reads its
-            // tables there. `Plan`: one connection, and no DuckDB file created where none is.
-            let binding = match &envs {
-                Some(envs) if on_other_branch => Some(envs.bind(Some(reference), None).await?),
-                _ => None,
-            };
-            let (adapter, problems) = target
-                .open_engine(c, binding.as_ref(), Purpose::Plan)
-                .await?;
-            warnings.extend(problems);
-            Some(adapter)
-        } else {
-            None
+    let warehouse = if engine == ModelStorage::Warehouse
+        || (engine == ModelStorage::Branches && any(SideSpec::is_model))
+    {
+        // On branches, the adapter bound to the `--ref` branch: the model's SQL reads its
+        // tables there. `Plan`: one connection, and no DuckDB file created where none is.
+        let binding = match &envs {
+            Some(envs) if on_other_branch => Some(envs.bind(Some(reference), None).await?),
+            _ => None,
         };
+        let (adapter, problems) = target
+            .open_engine(c, binding.as_ref(), Purpose::Plan)
+            .await?;
+        warnings.extend(problems);
+        Some(adapter)
+    } else {
+        None
+    };
     // Every warehouse query of the diff registers here while it runs, so an interrupt can
     // cancel it in the warehouse (a Trino or PostgreSQL query outlives a killed client).
     let inflight = InFlight::default();
@@ -568,7 +564,7 @@ pub async fn diff_model(
         warehouse: warehouse.as_deref(),
         envs: envs.as_ref(),
         reference,
-        on_branches: engine == Engine::Branches,
+        on_branches: engine == ModelStorage::Branches,
         inflight: &inflight,
     };
     let cancel = args.cancel.clone();
@@ -578,7 +574,7 @@ pub async fn diff_model(
         // branches the reference the adapter is bound to is the model's table there.
         let in_warehouse = |spec: &SideSpec| match spec {
             SideSpec::Model(side) => Some(side.clone()),
-            SideSpec::Reference(r) if engine == Engine::Branches && r == reference => {
+            SideSpec::Reference(r) if engine == ModelStorage::Branches && r == reference => {
                 Some(ModelSide::Materialized)
             }
             _ => None,
@@ -615,7 +611,7 @@ pub async fn diff_model(
         };
         let ((mut base, base_description), (mut candidate, cand_description)) =
             (sides.base, sides.candidate);
-        if engine == Engine::Warehouse {
+        if engine == ModelStorage::Warehouse {
             (base, candidate) = common_scales(base, candidate)?;
         }
         let (options, policy) = policy_for(c, &model, args.options.clone())?;
@@ -624,7 +620,7 @@ pub async fn diff_model(
         // as nullable columns (the rows carry no constraints), so neither takes them there.
         let config = c.config(index);
         let declared = |spec: &SideSpec| match spec {
-            SideSpec::Model(ModelSide::Workspace) if engine == Engine::Embedded => config
+            SideSpec::Model(ModelSide::Workspace) if engine == ModelStorage::Embedded => config
                 .key
                 .value
                 .iter()
@@ -735,59 +731,33 @@ fn common_scales(
     Ok((widen(base)?, widen(candidate)?))
 }
 
-/// Where the workspace's models live, which decides the sides `diff` can read.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Engine {
-    /// The embedded engine's Delta tables (and its environments).
-    Embedded,
-    /// Trino + Nessie: Iceberg tables on branches, read from their files; the model's SQL
-    /// run by Trino.
-    Branches,
-    /// A warehouse (DuckDB, PostgreSQL) read through its adapter: the model's relation and
-    /// its SQL run there.
-    Warehouse,
-}
-
-impl Engine {
-    fn of(kind: &str) -> Engine {
-        match kind {
-            "local" => Engine::Embedded,
-            "trino" => Engine::Branches,
-            _ => Engine::Warehouse,
-        }
-    }
-
-    /// D001 for a side (`side`: the option as given) this engine has no way to read, with
-    /// the sides it has.
-    fn accepts(
-        self,
-        kind: &str,
-        model: &str,
-        side: &str,
-        spec: &SideSpec,
-    ) -> Result<(), Diagnostic> {
-        let refuse = |why: String, help: String| {
-            Err(
-                Diagnostic::error(codes::DIFF_UNKNOWN_SIDE, format!("{side}: {why}"))
-                    .with_help(help),
-            )
-        };
-        match (self, spec) {
-            (Engine::Branches, SideSpec::Model(ModelSide::Delta(_) | ModelSide::Recorded(_))) => refuse(
-                "Delta versions are the embedded engine's, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
-                format!("name an Iceberg snapshot (iceberg:<id>) or a reference: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
-            ),
-            (Engine::Embedded, SideSpec::Snapshot(_)) => refuse(
-                format!("`{model}` is a Delta table of the embedded engine, not an Iceberg table"),
-                "name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead".into(),
-            ),
-            (Engine::Warehouse, SideSpec::Model(ModelSide::Workspace | ModelSide::Materialized)) => Ok(()),
-            (Engine::Warehouse, _) => refuse(
-                format!("the {kind} warehouse keeps no versions or environments phlo-transform can read"),
-                format!("on {kind} a side is `workspace` (the model's SQL, run there) or `materialized` (its relation)"),
-            ),
-            _ => Ok(()),
-        }
+/// D001 for a side (`side`: the option as given) that an engine of kind `kind`, its models
+/// kept as `storage` says, has no way to read, with the sides it has.
+fn accepts(
+    storage: ModelStorage,
+    kind: AdapterKind,
+    model: &str,
+    side: &str,
+    spec: &SideSpec,
+) -> Result<(), Diagnostic> {
+    let refuse = |why: String, help: String| {
+        Err(Diagnostic::error(codes::DIFF_UNKNOWN_SIDE, format!("{side}: {why}")).with_help(help))
+    };
+    match (storage, spec) {
+        (ModelStorage::Branches, SideSpec::Model(ModelSide::Delta(_) | ModelSide::Recorded(_))) => refuse(
+            "Delta versions are the embedded engine's, and this workspace's tables are Iceberg tables on Nessie branches (Trino)".into(),
+            format!("name an Iceberg snapshot (iceberg:<id>) or a reference: `phlo-transform diff {model} --from ref:main --to ref:<candidate>`"),
+        ),
+        (ModelStorage::Embedded, SideSpec::Snapshot(_)) => refuse(
+            format!("`{model}` is a Delta table of the embedded engine, not an Iceberg table"),
+            "name a Delta version (delta:<n>) or time (delta:<RFC 3339 time>) instead".into(),
+        ),
+        (ModelStorage::Warehouse, SideSpec::Model(ModelSide::Workspace | ModelSide::Materialized)) => Ok(()),
+        (ModelStorage::Warehouse, _) => refuse(
+            format!("the {kind} warehouse keeps no versions or environments phlo-transform can read"),
+            format!("on {kind} a side is `workspace` (the model's SQL, run there) or `materialized` (its relation)"),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -884,7 +854,7 @@ fn warehouse_query(
             ))
         }
         ModelSide::Delta(_) | ModelSide::Recorded(_) => {
-            unreachable!("Engine::accepts refuses versions on a warehouse")
+            unreachable!("`accepts` refuses versions on a warehouse")
         }
     }
 }
@@ -1016,14 +986,14 @@ impl PushdownEngine for WarehousePushdown {
     }
 
     fn nan(&self) -> NanSemantics {
-        match self.adapter.name() {
-            "trino" => NanSemantics::Unordered,
-            _ => NanSemantics::Ordered,
+        match phlo_transform_adapter::driver(self.adapter.kind()).nan_equals_nan() {
+            true => NanSemantics::Ordered,
+            false => NanSemantics::Unordered,
         }
     }
 
     fn materializes_with(&self) -> bool {
-        self.adapter.name() != "trino"
+        phlo_transform_adapter::driver(self.adapter.kind()).materializes_with()
     }
 
     fn run(

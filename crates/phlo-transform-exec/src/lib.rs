@@ -7,6 +7,7 @@
 mod cancel;
 pub mod clean;
 pub mod command;
+mod compile;
 pub mod continuation;
 pub mod diff;
 pub mod environments;
@@ -28,6 +29,7 @@ pub mod target;
 mod tests_run;
 
 pub use cancel::CancelHandle;
+pub use compile::compile_for_target;
 pub use events::{EventSink, RunEvent};
 pub use failure::{Category, RetryPolicy};
 pub use jobs::model_job;

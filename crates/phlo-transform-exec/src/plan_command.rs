@@ -68,17 +68,17 @@ pub async fn plan<'c>(
     Ok(Planned::Plan(Box::new(p)))
 }
 
-/// The blocked plan of `c` against the environment `target` binds. The state is only read
+/// The blocked plan of `c` against the environment `target` binds (`--ref` on `--adapter`'s
+/// target; main's records on a target without environments). The state is only read
 /// (nothing is created for a workspace that does not compile); a state or an environment
-/// that cannot be read shows as nothing recorded, since the compile errors are the news.
+/// that cannot be read or bound shows as nothing recorded — never as main's records, which
+/// are not what `--ref` asked about — since the compile errors are the news.
 async fn blocked<'c>(c: &'c Compilation, target: &CommandTarget<'_>) -> BlockedPlan<'c> {
-    let store = target.open_state_read_only().await.ok();
-    let binding = match &store {
-        Some(store) => target.bind(c, store.clone()).await.ok(),
-        None => None,
+    let Ok(store) = target.open_state_read_only().await else {
+        return blocked_plan(c, None, None).await;
     };
-    match binding {
-        Some(binding) => blocked_plan(c, binding.as_ref(), store.as_deref()).await,
-        None => blocked_plan(c, None, None).await,
+    match target.bind(c, store.clone()).await {
+        Ok(binding) => blocked_plan(c, binding.as_ref(), Some(store.as_ref())).await,
+        Err(_) => blocked_plan(c, None, None).await,
     }
 }

@@ -12,7 +12,7 @@ use phlo_transform_state::{MaterializedVersion, StateStore};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::environments::binding::Inherited;
-use crate::environments::{local_default_schema, Binding, MAIN_ENVIRONMENT};
+use crate::environments::{Binding, MAIN_ENVIRONMENT};
 use crate::target::CommandTarget;
 
 /// The recorded state of the environment and the relations that exist, as the planner reads
@@ -285,10 +285,9 @@ pub async fn list<'c>(
 }
 
 /// What compile errors leave of a run of `spec` over `c` where `target` runs (SPEC §63):
-/// [`CompileErrorBlocking::None`] for a compilation without errors. Judged on a plan made in
-/// the main environment with the embedded engine's naming over the target's warehouse,
-/// opening nothing but the state: the blocked models are those compile errors reach, whatever
-/// the target.
+/// [`CompileErrorBlocking::None`] for a compilation without errors. Judged on the plan the
+/// run would make: in the environment `--ref` binds, on the engine `--adapter` chooses
+/// (opened for planning only), so a selector that reads state selects what the run would.
 pub async fn compile_error_blocking(
     c: &Compilation,
     target: &CommandTarget<'_>,
@@ -298,11 +297,13 @@ pub async fn compile_error_blocking(
         return Ok(CompileErrorBlocking::None);
     }
     let store = target.open_state().await.map_err(|d| vec![d])?;
-    let engine = phlo_transform_adapter::LocalEngine::unregistered(
-        target.warehouse,
-        local_default_schema(c).as_deref(),
-    );
-    let p = make_plan(c, MAIN_ENVIRONMENT, &engine, store.as_ref(), spec).await?;
+    let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+    // The run opens the engine again and shows what it opened without.
+    let (engine, _) = target
+        .open_engine(c, binding.as_ref(), Purpose::Plan)
+        .await
+        .map_err(|d| vec![d])?;
+    let p = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await?;
     Ok(phlo_transform_plan::compile_error_blocking(&p))
 }
 

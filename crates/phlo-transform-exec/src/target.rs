@@ -2,11 +2,11 @@
 //! `--adapter` chooses and the environment `--ref` names; opening the state, binding that
 //! environment and opening its engine.
 
-use phlo_transform_adapter::{Adapter, LocalEngine, Purpose};
+use phlo_transform_adapter::{Adapter, EnvironmentSupport, LocalEngine, Purpose};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
-use phlo_transform_project::Workspace;
+use phlo_transform_project::{AdapterKind, Workspace};
 use phlo_transform_state::{StateLocation, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -102,7 +102,8 @@ impl CommandTarget<'_> {
         store: Arc<dyn StateStore>,
     ) -> Result<Option<Binding>, Diagnostic> {
         let target = c.workspace.adapter_target(self.adapter)?;
-        if target.kind() == "trino" {
+        let environments = phlo_transform_adapter::driver(target.kind()).environments();
+        if environments == EnvironmentSupport::Branches {
             // `main` is the target's own catalog and branch: no binding, as before environments.
             let Some(name) = self.reference.filter(|r| *r != MAIN) else {
                 return Ok(None);
@@ -128,6 +129,7 @@ impl CommandTarget<'_> {
             store,
             self.warehouse,
             target.kind(),
+            environments,
             target.settings.default_schema.as_deref(),
             self.reference,
         )
@@ -169,7 +171,8 @@ impl CommandTarget<'_> {
         let binding = bind_target(
             store,
             self.warehouse,
-            "local",
+            AdapterKind::Local,
+            EnvironmentSupport::Pins,
             local_default_schema(c).as_deref(),
             self.reference,
         )

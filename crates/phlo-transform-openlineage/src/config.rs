@@ -58,7 +58,7 @@ impl OpenLineageConfig {
             |name| std::env::var(name).ok(),
         );
         config.default_schema = workspace
-            .adapter_target(Some("local"))
+            .adapter_target(Some(phlo_transform_project::AdapterKind::Local.as_str()))
             .ok()
             .and_then(|t| t.settings.default_schema);
         config

@@ -10,7 +10,8 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdapterSection {
-    /// `local` (default), `duckdb`, `postgres`, `trino`.
+    /// `local` (default), `duckdb`, `postgres`, `trino`, as written; the engine it names is
+    /// [`AdapterTarget::kind`], parsed once when the target is chosen.
     #[serde(rename = "type")]
     pub kind: String,
     /// duckdb: the database file, relative to the workspace root.
@@ -50,15 +51,58 @@ pub struct NessieSection {
     pub warehouse: Option<String>,
 }
 
-/// The adapter types this build knows.
-pub const ADAPTER_TYPES: &[&str] = &["local", "duckdb", "postgres", "trino"];
+/// The engines this build knows: the one place an adapter's `type` is read. Everything past
+/// the configuration holds this enum, never the name; the adapter crate maps each kind to its
+/// engine's capabilities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AdapterKind {
+    /// The embedded engine: DataFusion over Delta tables under `.phlo/warehouse`.
+    #[default]
+    Local,
+    DuckDb,
+    Postgres,
+    /// Trino over Iceberg tables, with Nessie branches as environments.
+    Trino,
+}
 
-/// The target a command runs against: its name (as chosen) and settings.
+impl AdapterKind {
+    /// Every kind, in the order the configuration lists them.
+    pub const ALL: [AdapterKind; 4] = [
+        AdapterKind::Local,
+        AdapterKind::DuckDb,
+        AdapterKind::Postgres,
+        AdapterKind::Trino,
+    ];
+
+    /// The kind `type = "<name>"` names; `None` for a name this build does not know.
+    pub fn parse(name: &str) -> Option<AdapterKind> {
+        AdapterKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The name written in `type = "…"` and recorded with every materialisation.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdapterKind::Local => "local",
+            AdapterKind::DuckDb => "duckdb",
+            AdapterKind::Postgres => "postgres",
+            AdapterKind::Trino => "trino",
+        }
+    }
+}
+
+impl std::fmt::Display for AdapterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The target a command runs against: its name (as chosen), its engine and settings.
 #[derive(Clone, Debug)]
 pub struct AdapterTarget {
     /// `default` for `[adapter]` (or the implicit local engine), else the `[adapters.<name>]`
     /// key.
     pub name: String,
+    kind: AdapterKind,
     pub settings: AdapterSection,
 }
 
@@ -67,26 +111,29 @@ impl AdapterTarget {
     pub fn local() -> Self {
         AdapterTarget {
             name: "default".into(),
+            kind: AdapterKind::Local,
             settings: AdapterSection {
-                kind: "local".into(),
+                kind: AdapterKind::Local.as_str().into(),
                 ..AdapterSection::default()
             },
         }
     }
 
-    pub fn kind(&self) -> &str {
-        &self.settings.kind
+    /// The target `name` with `settings`, checked: the fields its type needs, no password in
+    /// a URL, a type this build knows (A008).
+    pub fn new(name: impl Into<String>, settings: AdapterSection) -> Result<Self, Diagnostic> {
+        let name = name.into();
+        let kind = validate(&name, &settings)?;
+        Ok(AdapterTarget {
+            name,
+            kind,
+            settings,
+        })
     }
 
-    /// The dialect the target's engine speaks: models are type-checked against its
-    /// `dialects/<name>.toml`. `None` for the local engine (then `[transform] dialect`).
-    pub fn dialect(&self) -> Option<&'static str> {
-        match self.kind() {
-            "duckdb" => Some("duckdb"),
-            "postgres" => Some("postgres"),
-            "trino" => Some("trino"),
-            _ => None,
-        }
+    /// The engine this target builds on.
+    pub fn kind(&self) -> AdapterKind {
+        self.kind
     }
 
     /// The password named by `password_env`, when set and present. It is registered as a
@@ -113,34 +160,34 @@ impl AdapterTarget {
     }
 }
 
-/// Checks a target's settings: the fields its type needs, no password in a URL. A008.
-pub(crate) fn validate(t: &AdapterTarget) -> Result<(), Diagnostic> {
+/// Checks target `name`'s settings: a known type, the fields it needs, no password in a URL.
+/// A008.
+fn validate(name: &str, s: &AdapterSection) -> Result<AdapterKind, Diagnostic> {
     let invalid = |message: String, help: &str| {
         Err(Diagnostic::error(codes::UNKNOWN_ADAPTER, message).with_help(help.to_string()))
     };
-    let s = &t.settings;
-    match s.kind.as_str() {
-        "local" => Ok(()),
-        "duckdb" if s.path.is_none() => invalid(
-            format!("adapter `{}` (duckdb) has no `path`", t.name),
+    let Some(kind) = AdapterKind::parse(&s.kind) else {
+        let known: Vec<_> = AdapterKind::ALL.iter().map(|k| k.as_str()).collect();
+        return invalid(
+            format!("adapter `{name}` has unknown type `{}`", s.kind),
+            &format!("type is one of: {}", known.join(", ")),
+        );
+    };
+    let needs_url = matches!(kind, AdapterKind::Postgres | AdapterKind::Trino);
+    match kind {
+        AdapterKind::DuckDb if s.path.is_none() => invalid(
+            format!("adapter `{name}` (duckdb) has no `path`"),
             "set path = \"warehouse.duckdb\" (the database file, relative to the workspace)",
         ),
-        "postgres" | "trino" if s.url.is_none() => invalid(
-            format!("adapter `{}` ({}) has no `url`", t.name, s.kind),
+        _ if needs_url && s.url.is_none() => invalid(
+            format!("adapter `{name}` ({kind}) has no `url`"),
             "set url = \"postgres://user@host:5432/database\" (no password: use password_env)",
         ),
-        "postgres" | "trino" if s.url.as_deref().is_some_and(has_password) => invalid(
-            format!(
-                "adapter `{}`: the url carries a password; secrets never go in phlo.toml",
-                t.name
-            ),
+        _ if needs_url && s.url.as_deref().is_some_and(has_password) => invalid(
+            format!("adapter `{name}`: the url carries a password; secrets never go in phlo.toml"),
             "remove the password from the url and name its environment variable with password_env",
         ),
-        "duckdb" | "postgres" | "trino" => Ok(()),
-        other => invalid(
-            format!("adapter `{}` has unknown type `{other}`", t.name),
-            &format!("type is one of: {}", ADAPTER_TYPES.join(", ")),
-        ),
+        _ => Ok(kind),
     }
 }
 
@@ -162,20 +209,37 @@ mod tests {
         let var = "PHLO_TEST_ADAPTER_PASSWORD_UNIT";
         // The variable is this test's own; no other test reads or writes it.
         std::env::set_var(var, "adapter-unit-pw-0c1d");
-        let target = AdapterTarget {
-            name: "pg".into(),
-            settings: AdapterSection {
-                kind: "postgres".into(),
-                password_env: Some(var.into()),
-                ..AdapterSection::default()
-            },
+        let settings = AdapterSection {
+            kind: "postgres".into(),
+            url: Some("postgres://u@h/db".into()),
+            password_env: Some(var.into()),
+            ..AdapterSection::default()
         };
+        let target = AdapterTarget::new("pg", settings).unwrap();
         assert_eq!(
             target.password().unwrap().as_deref(),
             Some("adapter-unit-pw-0c1d")
         );
         let shown = phlo_transform_core::secrets::scrub("auth failed for adapter-unit-pw-0c1d");
         assert_eq!(shown, "auth failed for ***");
+    }
+
+    #[test]
+    fn every_kind_parses_back_from_its_name() {
+        for kind in AdapterKind::ALL {
+            assert_eq!(AdapterKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(AdapterKind::parse("snowflake"), None);
+        let unknown = AdapterSection {
+            kind: "snowflake".into(),
+            ..AdapterSection::default()
+        };
+        let err = AdapterTarget::new("x", unknown).unwrap_err();
+        assert_eq!(err.code, codes::UNKNOWN_ADAPTER);
+        assert_eq!(
+            err.help.as_deref(),
+            Some("type is one of: local, duckdb, postgres, trino")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod sources;
 mod targets;
 mod toml_error;
 
-pub use adapter::{AdapterSection, AdapterTarget, NessieSection};
+pub use adapter::{AdapterKind, AdapterSection, AdapterTarget, NessieSection};
 pub use config::{DiffColumnSection, DiffSection, RootConfig, WorkspaceConfig};
 pub use directives::{
     strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,

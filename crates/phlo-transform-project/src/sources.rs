@@ -169,7 +169,11 @@ impl SourceDecl {
     /// A relation that lives only in the warehouse of an `adapter` target (`postgres`,
     /// `duckdb`, `trino`), typed from that warehouse's catalog: no file, its columns declared
     /// as the catalog gave them, located as `<adapter>:<name>`.
-    pub fn in_warehouse(adapter: &str, name: String, columns: Vec<(String, String)>) -> Self {
+    pub fn in_warehouse(
+        adapter: crate::AdapterKind,
+        name: String,
+        columns: Vec<(String, String)>,
+    ) -> Self {
         SourceDecl {
             location: format!("{adapter}:{name}"),
             name,

@@ -5,7 +5,7 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{did_you_mean, Diagnostic};
 
-use crate::adapter::{validate, AdapterTarget};
+use crate::adapter::{AdapterKind, AdapterTarget};
 use crate::Workspace;
 
 impl Workspace {
@@ -17,18 +17,17 @@ impl Workspace {
     pub fn adapter_target(&self, name: Option<&str>) -> Result<AdapterTarget, Diagnostic> {
         let mut target = match name {
             None | Some("default") => match &self.config.adapter {
-                Some(settings) => AdapterTarget {
-                    name: "default".into(),
-                    settings: settings.clone(),
-                },
+                Some(settings) => AdapterTarget::new("default", settings.clone())?,
                 None => AdapterTarget::local(),
             },
-            Some("local") if !self.config.adapters.contains_key("local") => AdapterTarget::local(),
+            Some(name)
+                if name == AdapterKind::Local.as_str()
+                    && !self.config.adapters.contains_key(name) =>
+            {
+                AdapterTarget::local()
+            }
             Some(name) => match self.config.adapters.get(name) {
-                Some(settings) => AdapterTarget {
-                    name: name.to_string(),
-                    settings: settings.clone(),
-                },
+                Some(settings) => AdapterTarget::new(name, settings.clone())?,
                 None => {
                     let known = self.config.adapters.keys().map(String::as_str);
                     return Err(Diagnostic::error(
@@ -42,7 +41,6 @@ impl Workspace {
                 }
             },
         };
-        validate(&target)?;
         if target.settings.default_schema.is_none() {
             target.settings.default_schema = self.config.transform.default_schema.clone();
         }

@@ -345,8 +345,8 @@ fn incremental(
 
 #[async_trait]
 impl Adapter for DuckDbEngine {
-    fn name(&self) -> &str {
-        "duckdb"
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        phlo_transform_project::AdapterKind::DuckDb
     }
 
     fn model_relation(&self, model_name: &str) -> Relation {

@@ -9,7 +9,7 @@
 //!                                   "columns": [["id", "bigint"], ["amount", "numeric(12,2)"]]}}}}}
 //! ```
 
-use phlo_transform_project::AdapterTarget;
+use phlo_transform_project::{AdapterKind, AdapterTarget};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ pub fn path(root: &Path) -> PathBuf {
 /// in a different warehouse.
 pub fn key(target: &AdapterTarget) -> String {
     let address = match target.kind() {
-        "duckdb" => target.settings.path.clone().unwrap_or_default(),
+        AdapterKind::DuckDb => target.settings.path.clone().unwrap_or_default(),
         _ => without_password(target.settings.url.as_deref().unwrap_or_default()),
     };
     format!("{} {address}", target.kind())

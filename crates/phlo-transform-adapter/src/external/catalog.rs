@@ -2,7 +2,7 @@
 //! `pg_attribute` over one short-lived connection, DuckDB's `duckdb_columns()` on the database
 //! file opened read-only (never created: a missing file is a warehouse that cannot be read).
 
-use phlo_transform_project::AdapterTarget;
+use phlo_transform_project::{AdapterKind, AdapterTarget};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -21,8 +21,8 @@ pub fn columns(
     names: &[String],
 ) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
     match target.kind() {
-        "postgres" => postgres(target, names),
-        "duckdb" => duckdb(target, root, names),
+        AdapterKind::Postgres => postgres(target, names),
+        AdapterKind::DuckDb => duckdb(target, root, names),
         other => Err(format!("no catalog reader for `{other}`")),
     }
 }

@@ -38,19 +38,16 @@ pub enum SchemaRead {
 
 /// The sources for those of `missing` (the parts of relations nothing in `ws` resolves) that
 /// only the warehouse of `target` has (PostgreSQL, DuckDB: relations of one or two parts;
-/// other targets find none), typed from its catalog or the schema cache under `root/.phlo`;
+/// their drivers call this), typed from its catalog or the schema cache under `root/.phlo`;
 /// and the warnings to show (A013): a warehouse that could not be read, the cache that could
 /// not be written.
-pub fn warehouse_sources(
+pub(crate) fn warehouse_sources(
     ws: &Workspace,
     target: &AdapterTarget,
     root: &Path,
     read: SchemaRead,
     missing: &BTreeSet<Vec<String>>,
 ) -> (Vec<SourceDecl>, Vec<Diagnostic>) {
-    if !matches!(target.kind(), "postgres" | "duckdb") {
-        return (Vec::new(), Vec::new());
-    }
     let wanted: BTreeSet<String> = missing
         .iter()
         .filter(|parts| parts.len() <= 2)

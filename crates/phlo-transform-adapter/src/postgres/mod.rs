@@ -11,8 +11,6 @@
 pub(crate) mod errors;
 mod rows;
 
-pub use rows::SCALE_FROM_VALUES;
-
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -373,8 +371,8 @@ fn batch_statement(job: &MaterializeJob, strategy: &IncrementalStrategy) -> Stri
 
 #[async_trait]
 impl Adapter for PostgresEngine {
-    fn name(&self) -> &str {
-        "postgres"
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        phlo_transform_project::AdapterKind::Postgres
     }
 
     fn model_relation(&self, model_name: &str) -> Relation {

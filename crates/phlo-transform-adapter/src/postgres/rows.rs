@@ -14,13 +14,9 @@ use sqlx::{Column, Executor, PgConnection, Row, TypeInfo};
 use std::collections::HashMap;
 
 use super::errors::plain;
+use crate::field_marks::SCALE_FROM_VALUES;
 use crate::sqlgen::ident;
 use crate::AdapterError;
-
-/// Field metadata of a `numeric` column read at the largest scale among its values: its
-/// scale says nothing about the column's type, so a comparison may widen it (sqlx does not
-/// report `numeric(p,s)`'s modifier).
-pub const SCALE_FROM_VALUES: &str = "phlo.scale_from_values";
 
 /// Runs `sql` on `conn`: its columns described first (names and types, nothing executed),
 /// then read as text, each by its position (names may repeat in a query's output).

@@ -444,19 +444,17 @@ mod tests {
 
     #[test]
     fn punctuation_equivalent_refs_get_distinct_catalogs() {
-        let target = AdapterTarget {
-            name: "default".into(),
-            settings: phlo_transform_project::AdapterSection {
-                kind: "trino".into(),
-                url: Some("http://127.0.0.1:8080".into()),
-                nessie: Some(phlo_transform_project::NessieSection {
-                    url: "http://127.0.0.1:19120/api/v2".into(),
-                    reference: None,
-                    warehouse: None,
-                }),
-                ..Default::default()
-            },
+        let settings = phlo_transform_project::AdapterSection {
+            kind: "trino".into(),
+            url: Some("http://127.0.0.1:8080".into()),
+            nessie: Some(phlo_transform_project::NessieSection {
+                url: "http://127.0.0.1:19120/api/v2".into(),
+                reference: None,
+                warehouse: None,
+            }),
+            ..Default::default()
         };
+        let target = AdapterTarget::new("default", settings).unwrap();
         let b = Branches::new(&target, Path::new("/")).unwrap();
         let (a, c) = (b.catalog_of("ci/pr-1"), b.catalog_of("ci_pr_1"));
         assert_ne!(a, c);

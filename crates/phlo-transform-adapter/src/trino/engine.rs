@@ -887,8 +887,8 @@ fn char_offset(text: &str, line: u32, column: u32) -> Option<usize> {
 
 #[async_trait]
 impl Adapter for TrinoEngine {
-    fn name(&self) -> &str {
-        "trino"
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        phlo_transform_project::AdapterKind::Trino
     }
 
     fn model_relation(&self, model_name: &str) -> Relation {

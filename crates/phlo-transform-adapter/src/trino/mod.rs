@@ -17,7 +17,6 @@ use crate::AdapterError;
 pub use client::{Trino, TrinoConfig, TrinoError};
 pub(crate) use engine::BATCH_SUFFIX;
 pub use engine::{TrinoEngine, TrinoSettings};
-pub use rows::JSON_TEXT;
 pub use sources::{add_warehouse_sources, warehouse_sources};
 
 /// The engine settings of a `type = "trino"` target (relative `local_root`s are taken from the

@@ -21,15 +21,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::client::Column;
+use crate::field_marks::JSON_TEXT;
 use crate::AdapterError;
 
 /// The UTC zone iceberg-rust gives `timestamptz` columns.
 const UTC: &str = "+00:00";
-
-/// Field metadata of a column read as the JSON text of a Trino type Arrow has no reading of
-/// here (its value: the Trino type). Trino cannot cast such a column to `varchar`, so `diff`
-/// does not compare it in Trino.
-pub const JSON_TEXT: &str = "phlo.trino_json_text";
 
 /// `sql` with no rows: its result columns are what Trino reports for it.
 pub(super) fn columns_sql(sql: &str) -> String {

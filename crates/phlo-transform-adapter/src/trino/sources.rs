@@ -12,7 +12,7 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_lakehouse::iceberg_state::local_path;
 use phlo_transform_lakehouse::nessie::{Content, Nessie};
-use phlo_transform_project::{AdapterTarget, SourceDecl, SourceFormat, Workspace};
+use phlo_transform_project::{AdapterKind, AdapterTarget, SourceDecl, SourceFormat, Workspace};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
@@ -210,7 +210,7 @@ pub async fn warehouse_sources(
     }
     Ok(found
         .into_iter()
-        .map(|(name, columns)| SourceDecl::in_warehouse("trino", name, columns))
+        .map(|(name, columns)| SourceDecl::in_warehouse(AdapterKind::Trino, name, columns))
         .collect())
 }
 

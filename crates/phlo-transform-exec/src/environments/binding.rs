@@ -3,11 +3,12 @@
 //! writes into its pointers.
 
 use phlo_transform_adapter::pins::{commit_identity, Pin};
-use phlo_transform_adapter::{Adapter, AdapterError, LocalEngine, Purpose};
+use phlo_transform_adapter::{Adapter, AdapterError, EnvironmentSupport, LocalEngine, Purpose};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::Adoptable;
+use phlo_transform_project::AdapterKind;
 use phlo_transform_state::{
     MaterializedVersion, RefRecord, RefSwap, RefWrite, RunBinding, StateStore,
 };
@@ -309,18 +310,19 @@ impl Environments {
     }
 }
 
-/// The environment a command on an adapter of kind `adapter_kind` runs in: `None` for
-/// adapters without environments (their one environment, as before) unless `--ref` named one,
-/// which is Y015 there: environments exist on the local engine (and on Trino + Nessie, bound
-/// by `CommandTarget::bind`).
+/// The environment a command on an adapter of kind `adapter_kind` (whose environments are
+/// `support`) runs in: `None` for adapters without pinned environments (their one
+/// environment, as before) unless `--ref` named one, which is Y015 there: environments exist
+/// on the local engine (and on Trino + Nessie, bound by `CommandTarget::bind`).
 pub async fn bind_target(
     store: Arc<dyn StateStore>,
     warehouse: &Path,
-    adapter_kind: &str,
+    adapter_kind: AdapterKind,
+    support: EnvironmentSupport,
     default_schema: Option<&str>,
     reference: Option<&str>,
 ) -> Result<Option<Binding>, Diagnostic> {
-    if adapter_kind != "local" {
+    if support != EnvironmentSupport::Pins {
         return match reference {
             None => Ok(None),
             Some(r) => Err(Diagnostic::error(

@@ -17,6 +17,7 @@ use phlo_transform_adapter::trino::branches::{Branches, MoveError};
 use phlo_transform_adapter::AdapterError;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_project::AdapterKind;
 use phlo_transform_state::{
     MaterializedVersion, Pointer, RefEvent, RefRecord, RefSwap, RefWrite, RunBinding, StateStore,
     VersionSwap,
@@ -26,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::binding::BranchBinding;
-use super::promote::{base_gate, provenance, schema_gate, Gate, PromoteOptions, Promotion};
-use super::rollback::{promotion_before, Rollback};
+use super::promote::{base_gate, promotion_event, provenance, Gate, Promotion};
+use super::rollback::Rollback;
 use super::{
     candidate_record, check_ref_name, exists, main_protected, now, stale, state_error, unknown_ref,
     Binding, Environments, MAIN, MAIN_ENVIRONMENT,
@@ -103,7 +104,7 @@ impl Environments {
             let tables: Vec<MaterializedVersion> = records
                 .into_values()
                 .filter(|r| {
-                    r.adapter.as_deref() == Some("trino")
+                    r.adapter.as_deref().and_then(AdapterKind::parse) == Some(AdapterKind::Trino)
                         && !matches!(r.materialization.as_str(), "view" | "ephemeral")
                 })
                 .collect();
@@ -337,61 +338,9 @@ impl Environments {
         Ok(next)
     }
 
-    /// `promote <candidate> --to main` on branches: the gates, then the publish.
-    pub(crate) async fn branch_promote(
-        &self,
-        from: &str,
-        to: &str,
-        options: PromoteOptions,
-    ) -> Result<Promotion, Diagnostic> {
-        if to != MAIN {
-            return Err(Diagnostic::error(
-                codes::ENVIRONMENTS_UNSUPPORTED,
-                format!(
-                    "promoting into `{to}`: on Trino + Nessie candidates are promoted into `main`"
-                ),
-            )
-            .with_help("`promote <candidate> --to main`"));
-        }
-        let candidate = self.live(from).await?;
-        let target = self.live(to).await?;
-        let mut gates = self.run_gates(&candidate.record).await?;
-        gates.push(schema_gate(&candidate.record, &target.record));
-        gates.push(
-            self.data_diff_gate(&candidate.record, &target.record, options.require_diff)
-                .await?,
-        );
-        gates.extend(
-            self.branch_base_gates(&candidate.record, &target.record)
-                .await?,
-        );
-        let mut promotion = Promotion {
-            promoted: false,
-            from: from.to_string(),
-            to: to.to_string(),
-            from_hash: candidate.record.hash.clone(),
-            to_hash: target.record.hash.clone(),
-            check: options.check,
-            require_diff: options.require_diff,
-            gates,
-            promotion_id: None,
-        };
-        if options.check || !promotion.gates_passed() {
-            return Ok(promotion);
-        }
-        let lease = WriterLease::acquire(self.store.clone(), MAIN_ENVIRONMENT, WAIT).await?;
-        let published = self
-            .branch_publish(&candidate.record, &target.record, &promotion)
-            .await;
-        lease.release().await;
-        promotion.promotion_id = Some(published?);
-        promotion.promoted = true;
-        Ok(promotion)
-    }
-
     /// `base`: the target is still at the head the candidate was created from; `conflicts`:
     /// no table changed in Nessie on both branches since then.
-    async fn branch_base_gates(
+    pub(super) async fn branch_base_gates(
         &self,
         candidate: &RefRecord,
         target: &RefRecord,
@@ -438,7 +387,7 @@ impl Environments {
     /// The publish: the candidate must still be at the audited head; the target branch is
     /// reassigned to it only if still at the head the gates saw (Nessie's compare-and-swap);
     /// then the main environment's records become the candidate's, with the PromotionRecord.
-    async fn branch_publish(
+    pub(super) async fn branch_publish(
         &self,
         candidate: &RefRecord,
         target: &RefRecord,
@@ -488,33 +437,16 @@ impl Environments {
             .cloned()
             .collect();
         let at = now();
-        let promotion_id = uuid::Uuid::now_v7().simple().to_string();
-        let body = serde_json::json!({
-            "promotion_id": promotion_id,
-            "from": candidate.name,
-            "to": target.name,
-            "from_hash": candidate.hash,
-            "to_hash_before": target.hash,
-            "to_hash_after": candidate.hash,
-            "nessie_branch": b.branch_of(&target.name),
-            "run_id": candidate.run.as_ref().map(|r| &r.run_id),
-            "gates": promotion.gates,
-            "before": target,
-            "at": at,
-        });
+        let place = Some(("nessie_branch", b.branch_of(&target.name)));
+        let event = promotion_event(candidate, target, promotion, &candidate.hash, place, at);
+        let promotion_id = event.event_id.clone();
         let swap = RefSwap {
             versions: vec![VersionSwap {
                 environment: target.environment.clone(),
                 put,
                 remove,
             }],
-            event: Some(RefEvent {
-                event_id: promotion_id.clone(),
-                kind: "promotion".into(),
-                reference: target.name.clone(),
-                at,
-                body,
-            }),
+            event: Some(event),
             ..RefSwap::default()
         };
         // Nessie's compare-and-swap decided; this transaction has no condition to fail on.
@@ -523,21 +455,13 @@ impl Environments {
     }
 
     /// `rollback --ref main --to <promotion>` on branches: `main` reassigned to the head the
-    /// promotion replaced (expected at its head now), its records restored.
-    pub(crate) async fn branch_rollback(
+    /// promotion (`event`) replaced (`before`; expected at its head now), its records restored.
+    pub(super) async fn branch_rollback(
         &self,
         reference: &str,
-        promotion: &str,
+        event: &RefEvent,
+        before: RefRecord,
     ) -> Result<Rollback, Diagnostic> {
-        if reference != MAIN {
-            return Err(Diagnostic::error(
-                codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("rolling back `{reference}`: on Trino + Nessie only `main` has promotions to roll back"),
-            )
-            .with_help("`rollback --ref main --to <promotion>`"));
-        }
-        let events = self.store.ref_events().await.map_err(state_error)?;
-        let (event, before) = promotion_before(&events, reference, promotion)?;
         let lease = WriterLease::acquire(self.store.clone(), MAIN_ENVIRONMENT, WAIT).await?;
         let result = async {
             let current = self.live(MAIN).await?.record;
@@ -629,7 +553,8 @@ pub fn for_target(
     root: &std::path::Path,
 ) -> Result<Environments, Diagnostic> {
     let mut envs = Environments::new(store, warehouse);
-    if target.kind() == "trino" {
+    let support = phlo_transform_adapter::driver(target.kind()).environments();
+    if support == phlo_transform_adapter::EnvironmentSupport::Branches {
         let b = Branches::new(target, root).map_err(|e| {
             Diagnostic::error(e.code, e.message).with_help(
                 "add [adapter.nessie] (url, warehouse) to the Trino target, or use `--adapter local`",

@@ -10,6 +10,7 @@
 //! it always was — its own tables at their latest versions. The first `ref create` pins it
 //! (records its pointers), and from then on every run of `main` moves its pointers forward.
 
+mod backend;
 pub(crate) mod binding;
 pub mod branch_diff;
 mod branch_sides;
@@ -408,7 +409,7 @@ impl Environments {
 /// `default_schema` of the embedded engine (`--adapter local`): where it places models.
 pub fn local_default_schema(c: &phlo_transform_compiler::Compilation) -> Option<String> {
     c.workspace
-        .adapter_target(Some("local"))
+        .adapter_target(Some(phlo_transform_project::AdapterKind::Local.as_str()))
         .ok()
         .and_then(|t| t.settings.default_schema)
 }

@@ -81,8 +81,9 @@ const TARGET_WAIT: Duration = Duration::from_secs(30);
 
 impl Environments {
     /// Evaluates the gates of promoting `from` into `to`; unless `check`, publishes when they
-    /// all pass. A refusal because a reference moved after the gates were evaluated is an
-    /// error (Y012): nothing was written.
+    /// all pass, through the workspace's
+    /// [`EnvironmentBackend`](super::backend::EnvironmentBackend). A refusal because a
+    /// reference moved after the gates were evaluated is an error (Y012): nothing was written.
     pub async fn promote(
         &self,
         from: &str,
@@ -96,14 +97,17 @@ impl Environments {
             )
             .with_help("promote a candidate into its base: `promote <candidate> --to main`"));
         }
-        if self.branches.is_some() {
-            return self.branch_promote(from, to, options).await;
-        }
+        let backend = self.backend();
+        backend.accepts_promotion_into(to)?;
         let candidate = self.get(from).await?;
         let target = self.get(to).await?;
-        let gates = self
-            .gates(&candidate, &target, options.require_diff)
-            .await?;
+        let mut gates = self.run_gates(&candidate).await?;
+        gates.push(schema_gate(&candidate, &target));
+        gates.push(
+            self.data_diff_gate(&candidate, &target, options.require_diff)
+                .await?,
+        );
+        gates.extend(backend.base_gates(&candidate, &target).await?);
         let mut promotion = Promotion {
             promoted: false,
             from: from.to_string(),
@@ -121,26 +125,11 @@ impl Environments {
         // No run of the target writes while its pointers are swapped.
         let lease =
             WriterLease::acquire(self.store.clone(), &target.environment, TARGET_WAIT).await?;
-        let published = self.publish(&candidate, &target, &promotion).await;
+        let published = backend.publish(&candidate, &target, &promotion).await;
         lease.release().await;
         promotion.promotion_id = Some(published?);
         promotion.promoted = true;
         Ok(promotion)
-    }
-
-    async fn gates(
-        &self,
-        candidate: &RefRecord,
-        target: &RefRecord,
-        require_diff: bool,
-    ) -> Result<Vec<Gate>, Diagnostic> {
-        let mut gates = self.run_gates(candidate).await?;
-        gates.push(schema_gate(candidate, target));
-        gates.push(self.data_diff_gate(candidate, target, require_diff).await?);
-        let (base, conflicts) = base_gates(candidate, target);
-        gates.push(base);
-        gates.push(conflicts);
-        Ok(gates)
     }
 
     /// `run`, `tests`, `blocked`: from the candidate's last run, which must be bound to the
@@ -214,9 +203,10 @@ impl Environments {
         Ok(vec![run_gate, tests, blocked])
     }
 
-    /// Publishes: one transaction that replaces the target's pointers and records, asserts the
-    /// candidate is still at the audited hash, and stores the PromotionRecord.
-    async fn publish(
+    /// The publish of pinned environments: one transaction that replaces the target's
+    /// pointers and records, asserts the candidate is still at the audited hash, and stores
+    /// the PromotionRecord.
+    pub(super) async fn publish_pins(
         &self,
         candidate: &RefRecord,
         target: &RefRecord,
@@ -243,19 +233,8 @@ impl Environments {
             .into_keys()
             .filter(|id| !candidate.pointers.contains_key(id))
             .collect();
-        let promotion_id = uuid::Uuid::now_v7().simple().to_string();
-        let body = serde_json::json!({
-            "promotion_id": promotion_id,
-            "from": candidate.name,
-            "to": target.name,
-            "from_hash": candidate.hash,
-            "to_hash_before": target.hash,
-            "to_hash_after": next.hash,
-            "run_id": candidate.run.as_ref().map(|r| &r.run_id),
-            "gates": promotion.gates,
-            "before": target,
-            "at": at,
-        });
+        let event = promotion_event(candidate, target, promotion, &next.hash, None, at);
+        let promotion_id = event.event_id.clone();
         let swap = RefSwap {
             writes: vec![RefWrite {
                 name: target.name.clone(),
@@ -268,13 +247,7 @@ impl Environments {
                 put,
                 remove,
             }],
-            event: Some(RefEvent {
-                event_id: promotion_id.clone(),
-                kind: "promotion".into(),
-                reference: target.name.clone(),
-                at,
-                body,
-            }),
+            event: Some(event),
         };
         // `main` unpinned has no row yet: its first record is written here.
         let swap = if self
@@ -298,6 +271,45 @@ impl Environments {
             )));
         }
         Ok(promotion_id)
+    }
+}
+
+/// The PromotionRecord of `promotion` published at `at`: the state event (its id the
+/// promotion's) with the hashes, the gates and the target as it was before (what a rollback
+/// restores); `place` names where the target lives when there is more to say than its name
+/// (`nessie_branch`).
+pub(super) fn promotion_event(
+    candidate: &RefRecord,
+    target: &RefRecord,
+    promotion: &Promotion,
+    to_hash_after: &str,
+    place: Option<(&str, String)>,
+    at: String,
+) -> RefEvent {
+    let promotion_id = uuid::Uuid::now_v7().simple().to_string();
+    let mut body = serde_json::json!({
+        "promotion_id": promotion_id,
+        "from": candidate.name,
+        "to": target.name,
+        "from_hash": candidate.hash,
+        "to_hash_before": target.hash,
+        "to_hash_after": to_hash_after,
+    });
+    let fields = body.as_object_mut().expect("a JSON object");
+    if let Some((key, value)) = place {
+        fields.insert(key.into(), value.into());
+    }
+    let run_id = candidate.run.as_ref().map(|r| r.run_id.clone());
+    fields.insert("run_id".into(), run_id.into());
+    fields.insert("gates".into(), serde_json::json!(promotion.gates));
+    fields.insert("before".into(), serde_json::json!(target));
+    fields.insert("at".into(), at.clone().into());
+    RefEvent {
+        event_id: promotion_id,
+        kind: "promotion".into(),
+        reference: target.name.clone(),
+        at,
+        body,
     }
 }
 
@@ -401,8 +413,8 @@ pub(super) fn base_gate(
 }
 
 /// `base` (the target is still where the candidate was created from) and `conflicts` (no
-/// model changed on both sides since then).
-fn base_gates(candidate: &RefRecord, target: &RefRecord) -> (Gate, Gate) {
+/// model changed on both sides since then), from the pointers alone.
+pub(super) fn base_gates(candidate: &RefRecord, target: &RefRecord) -> (Gate, Gate) {
     let from = match provenance(candidate, target) {
         Ok(from) => from,
         Err(failed) => return failed,

@@ -89,13 +89,11 @@ impl Environments {
         reference: &str,
         promotion: &str,
     ) -> Result<Rollback, Diagnostic> {
-        if self.branches.is_some() {
-            return self.branch_rollback(reference, promotion).await;
-        }
+        let backend = self.backend();
+        backend.accepts_rollback_of(reference)?;
         let events = self.store.ref_events().await.map_err(state_error)?;
         let (event, before) = promotion_before(&events, reference, promotion)?;
-        self.restore(reference, before.pointers, None, &event.event_id)
-            .await
+        backend.restore_promoted(reference, event, before).await
     }
 
     /// `rollback <model> --ref <ref> --to <version>`: the environment reads Delta version
@@ -107,13 +105,7 @@ impl Environments {
         model: &str,
         version: i64,
     ) -> Result<Rollback, Diagnostic> {
-        if self.branches.is_some() {
-            return Err(Diagnostic::error(
-                codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("rollback {model} --to {version}: table time travel is not implemented on Trino + Nessie"),
-            )
-            .with_help("roll the environment back instead: `rollback --ref main --to <promotion>`"));
-        }
+        self.backend().accepts_model_rollback(model, version)?;
         let current = self.get(reference).await?;
         let Some((id, p)) = current.pointers.iter().find(|(_, p)| p.model_name == model) else {
             return Err(Diagnostic::error(
@@ -165,7 +157,7 @@ impl Environments {
 
     /// Swaps `reference` to `pointers` under its writer lease, with its records following
     /// (a model rollback removes the model's record instead), and records the rollback.
-    async fn restore(
+    pub(super) async fn restore(
         &self,
         reference: &str,
         pointers: std::collections::BTreeMap<String, Pointer>,

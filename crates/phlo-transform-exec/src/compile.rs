@@ -1,13 +1,13 @@
 //! A workspace compiled for the target a command runs against: what the compiler is given
 //! beyond the files (the target's dialect, the relations only its warehouse has, the names it
-//! reserves) is decided here, once for the CLI, a daemon and tests.
+//! reserves) is asked of the target's driver ([`phlo_transform_adapter::WarehouseCatalog`]),
+//! once for the CLI, a daemon and tests.
 
+use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::{CatalogSnapshot, Compilation, CompileCache};
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Workspace;
 use std::path::Path;
-
-use crate::external::{warehouse_sources, SchemaRead};
 
 /// Loads the workspace at `root` and compiles it for the target `adapter` names (`None`: the
 /// workspace's `[adapter]`, else the embedded engine). The target's dialect types the models
@@ -22,21 +22,20 @@ pub fn compile_for_target(
 ) -> Result<Compilation, Diagnostic> {
     let mut ws = Workspace::load(root)?;
     let target = ws.adapter_target(adapter)?;
-    if let Some(dialect) = target.dialect() {
+    let catalog = phlo_transform_adapter::driver(target.kind());
+    if let Some(dialect) = catalog.dialect() {
         ws.config.transform.dialect = Some(dialect.to_string());
     }
-    if target.kind() == "trino" {
-        crate::trino::add_warehouse_sources(&mut ws, &target, root)?;
-    }
-    let (catalog, mut diags) = CatalogSnapshot::load(&ws);
-    diags.extend(crate::reserved::reserved_names(&ws, &target));
+    catalog.add_named_sources(&mut ws, &target, root)?;
+    let (snapshot, mut diags) = CatalogSnapshot::load(&ws);
+    diags.extend(catalog.reserved_names(&ws, &target));
     let cache = CompileCache::for_workspace(&ws.root);
     // The relations nothing resolves come from the compile's own parse of the models.
     Ok(Compilation::compile_with(
         ws,
-        catalog,
+        snapshot,
         diags,
         &cache,
-        &mut |ws, missing| warehouse_sources(ws, &target, root, read, missing),
+        &mut |ws, missing| catalog.sources_for_missing(ws, &target, root, read, missing),
     ))
 }
