@@ -318,3 +318,13 @@ pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
         Err(d) => fatal(d, json),
     }
 }
+
+pub fn init(dir: &std::path::Path, json: bool) -> u8 {
+    match phlo_transform_project::init::init(dir) {
+        Ok(report) => {
+            Output::new(json).report(&report);
+            EXIT_OK
+        }
+        Err(d) => fatal(d, json),
+    }
+}

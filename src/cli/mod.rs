@@ -66,6 +66,13 @@ impl Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Write a new workspace (a source, two models, a data test, a README) that `run` builds
+    /// at once; refuses a directory that is not empty.
+    Init {
+        /// Where to write it, created when missing; relative to -C when given (default: -C,
+        /// else the current directory).
+        dir: Option<PathBuf>,
+    },
     /// Compile and validate the whole workspace; report every problem.
     Check,
     /// List the workspace's models (or the selected ones).
@@ -250,6 +257,16 @@ pub async fn dispatch(cli: Cli) -> u8 {
         paths.reference = Some(reference);
     }
     match cli.command {
+        // Not the workspace found above `start`: a new one, at DIR (under -C, as `git -C`
+        // reads paths) or `start` itself.
+        Command::Init { dir } => {
+            let dir = match (dir, cli.project_dir.is_some()) {
+                (Some(d), true) => start.join(d),
+                (Some(d), false) => d,
+                (None, _) => start.clone(),
+            };
+            commands::init(&dir, json)
+        }
         Command::Check => commands::check(&paths, json).await,
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
