@@ -59,6 +59,8 @@ const STEPS: &[(&str, &[&str])] = &[
     ("unknown_model", &["inspect", "shop.dialy"]),
     // The error that stopped it first, then the warnings met before it.
     ("lineage_unknown", &["lineage", "shop.dialy"]),
+    ("fmt_check", &["fmt", "--check"]),
+    ("fmt", &["fmt"]),
     ("init_refused", &["init"]),
 ];
 

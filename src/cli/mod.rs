@@ -75,6 +75,18 @@ pub enum Command {
     },
     /// Compile and validate the whole workspace; report every problem.
     Check,
+    /// Format model and test files in place (directives and comments kept; a file is only
+    /// rewritten when it stays the same query). `--check` writes nothing and exits 1 when a
+    /// file would change.
+    Fmt {
+        /// Write nothing; list the files formatting would change and exit 1 if there are any.
+        #[arg(long)]
+        check: bool,
+        /// Files or folders (relative to the current directory, else to the workspace), model
+        /// or test names, or globs over names (`shop.*`); default: every model and test.
+        #[arg(value_name = "PATH|NAME")]
+        targets: Vec<String>,
+    },
     /// List the workspace's models (or the selected ones).
     List {
         #[command(flatten)]
@@ -268,6 +280,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             commands::init(&dir, json)
         }
         Command::Check => commands::check(&paths, json).await,
+        Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
             let options = phlo_transform_exec::inspect_command::InspectOptions { config, sql };

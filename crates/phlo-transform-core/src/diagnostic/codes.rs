@@ -190,6 +190,16 @@ codes! {
         help: "Check the directory's permissions and free space, then run `init` again in an empty directory.",
         explanation: "The message names the file and the operating system's error; the files written before it are listed as notes. Each file is created new, so nothing existing is replaced.",
     }
+    FORMAT_LEFT_ALONE = "P014" {
+        summary: "`fmt` left a file as it is: formatting it could not be proven to keep the same query, directives and comments.",
+        help: "Format the file by hand, or put `-- fmt: off` and `-- fmt: on` around the part the formatter mishandles.",
+        explanation: "`fmt` rewrites a file only when the result parses to the same canonical SQL (so the model's version cannot change), declares the same directives, keeps every comment in order, and is stable (formatting it again changes nothing). A templated file (`{{ … }}`, `{% … %}`) is left alone too: its SQL is only known once rendered. The warning says which check failed; the file is untouched.",
+    }
+    FORMAT_WRITE_FAILED = "P015" {
+        summary: "`fmt` could not write a formatted file.",
+        help: "Check the file's permissions; it was left as it was.",
+        explanation: "The message carries the operating system's error. The other files are still formatted, and the command exits 2.",
+    }
     // CONFIGURATION
     MALFORMED_TOML = "C001" {
         summary: "phlo.toml or a transform.toml cannot be read or is not valid TOML.",
