@@ -238,7 +238,7 @@ impl Forbidden {
             "any other crate of the workspace" => Some(Forbidden::Packages(
                 workspace.iter().filter(|w| *w != own).cloned().collect(),
             )),
-            "any engine" | "engines" => packages(&ENGINES),
+            "any engine" | "engines" | "SQL engines" => packages(&ENGINES),
             "the compiler" => packages(&["phlo-transform-compiler"]),
             "state" => packages(&["phlo-transform-state"]),
             "adapters" => packages(&["phlo-transform-adapter"]),

@@ -59,6 +59,9 @@ const STEPS: &[(&str, &[&str])] = &[
     ("unknown_model", &["inspect", "shop.dialy"]),
     // The error that stopped it first, then the warnings met before it.
     ("lineage_unknown", &["lineage", "shop.dialy"]),
+    ("fmt_check", &["fmt", "--check"]),
+    ("fmt", &["fmt"]),
+    ("init_refused", &["init"]),
 ];
 
 /// Then with a model that does not compile (it reads a column that does not exist).

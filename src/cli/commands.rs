@@ -318,3 +318,44 @@ pub fn clean(paths: &Paths, all: bool, json: bool) -> u8 {
         Err(d) => fatal(d, json),
     }
 }
+
+pub fn init(dir: &std::path::Path, json: bool) -> u8 {
+    match phlo_transform_project::init::init(dir) {
+        Ok(report) => {
+            Output::new(json).report(&report);
+            EXIT_OK
+        }
+        Err(d) => fatal(d, json),
+    }
+}
+
+/// Exit 2 when a file does not parse or could not be written, else 1 when `--check` found a
+/// file to change, else 0.
+pub fn fmt(paths: &Paths, targets: &[String], check: bool, json: bool) -> u8 {
+    let ws = match phlo_transform_project::Workspace::load(&paths.root) {
+        Ok(ws) => ws,
+        Err(d) => return fatal(d, json),
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| paths.root.clone());
+    let request = phlo_transform_format::Request {
+        workspace: &ws,
+        targets,
+        cwd: &cwd,
+        check,
+    };
+    let (report, diagnostics) = match phlo_transform_format::format_workspace(request) {
+        Ok(done) => done,
+        Err(diags) => return fatal_all(diags, json),
+    };
+    let errors = diagnostics.iter().any(Diagnostic::is_error);
+    let mut out = Output::new(json).with_workspace(&ws);
+    out.diagnostics(diagnostics);
+    out.report(&report);
+    if errors {
+        EXIT_ERRORS
+    } else if report.would_change() {
+        EXIT_FAILURES
+    } else {
+        EXIT_OK
+    }
+}

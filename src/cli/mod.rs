@@ -66,8 +66,27 @@ impl Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Write a new workspace (a source, two models, a data test, a README) that `run` builds
+    /// at once; refuses a directory that is not empty.
+    Init {
+        /// Where to write it, created when missing; relative to -C when given (default: -C,
+        /// else the current directory).
+        dir: Option<PathBuf>,
+    },
     /// Compile and validate the whole workspace; report every problem.
     Check,
+    /// Format model and test files in place (directives and comments kept; a file is only
+    /// rewritten when it stays the same query). `--check` writes nothing and exits 1 when a
+    /// file would change.
+    Fmt {
+        /// Write nothing; list the files formatting would change and exit 1 if there are any.
+        #[arg(long)]
+        check: bool,
+        /// Files or folders (relative to the current directory, else to the workspace), model
+        /// or test names, or globs over names (`shop.*`); default: every model and test.
+        #[arg(value_name = "PATH|NAME")]
+        targets: Vec<String>,
+    },
     /// List the workspace's models (or the selected ones).
     List {
         #[command(flatten)]
@@ -250,7 +269,18 @@ pub async fn dispatch(cli: Cli) -> u8 {
         paths.reference = Some(reference);
     }
     match cli.command {
+        // Not the workspace found above `start`: a new one, at DIR (under -C, as `git -C`
+        // reads paths) or `start` itself.
+        Command::Init { dir } => {
+            let dir = match (dir, cli.project_dir.is_some()) {
+                (Some(d), true) => start.join(d),
+                (Some(d), false) => d,
+                (None, _) => start.clone(),
+            };
+            commands::init(&dir, json)
+        }
         Command::Check => commands::check(&paths, json).await,
+        Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
             let options = phlo_transform_exec::inspect_command::InspectOptions { config, sql };

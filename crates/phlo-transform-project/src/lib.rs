@@ -7,6 +7,7 @@ pub mod directives;
 pub mod discovery;
 pub mod effective;
 pub mod freshness;
+pub mod init;
 pub mod maintenance;
 pub mod sources;
 mod targets;

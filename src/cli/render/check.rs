@@ -1,4 +1,4 @@
-//! `check` and `list`: the compiler's model rows.
+//! `check` and `list`: the compiler's model rows; `init`: the files it wrote.
 
 use super::Report;
 use phlo_transform_compiler::report::{CheckReport, CompileCounts};
@@ -50,5 +50,20 @@ impl Report for phlo_transform_exec::clean::CleanReport {
             .iter()
             .map(|r| format!("removed {r}\n"))
             .collect()
+    }
+}
+
+impl Report for phlo_transform_project::init::InitReport {
+    fn human(&self) -> String {
+        let mut out = format!("Created a workspace in {}:\n", self.root);
+        for f in &self.files {
+            let _ = writeln!(out, "  {f}");
+        }
+        let _ = writeln!(
+            out,
+            "Build it: phlo-transform -C {} run   (README.md says what is there)",
+            self.root
+        );
+        out
     }
 }

@@ -9,6 +9,7 @@ mod codes;
 mod diff;
 mod environments;
 mod explain;
+mod format;
 mod inspect;
 mod lineage;
 mod plan;

@@ -180,6 +180,26 @@ codes! {
         help: "`phlo-transform explain-code` without an argument lists every code.",
         explanation: "Codes are one letter for the category and three digits (T003); close codes are suggested.",
     }
+    INIT_TARGET_NOT_EMPTY = "P012" {
+        summary: "`init` was given a directory that is not empty, or a path that is not a directory.",
+        help: "Give `phlo-transform init` a new or empty directory; it never overwrites a file.",
+        explanation: "`init` writes a whole new workspace (phlo.toml, a source, two models, a test, a README). Mixing it into existing files could replace or shadow them, so it refuses before writing anything.",
+    }
+    INIT_WRITE_FAILED = "P013" {
+        summary: "`init` could not read its directory or write one of the workspace's files.",
+        help: "Check the directory's permissions and free space, then run `init` again in an empty directory.",
+        explanation: "The message names the file and the operating system's error; the files written before it are listed as notes. Each file is created new, so nothing existing is replaced.",
+    }
+    FORMAT_LEFT_ALONE = "P014" {
+        summary: "`fmt` left a file as it is: formatting it could not be proven to keep the same query, directives and comments.",
+        help: "Format the file by hand, or put `-- fmt: off` and `-- fmt: on` around the part the formatter mishandles.",
+        explanation: "`fmt` rewrites a file only when the result parses to the same canonical SQL (so the model's version cannot change), declares the same directives, keeps every comment in order, and is stable (formatting it again changes nothing). A templated file (`{{ … }}`, `{% … %}`) is left alone too: its SQL is only known once rendered. The warning says which check failed; the file is untouched.",
+    }
+    FORMAT_WRITE_FAILED = "P015" {
+        summary: "`fmt` could not write a formatted file.",
+        help: "Check the file's permissions; it was left as it was.",
+        explanation: "The message carries the operating system's error. The other files are still formatted, and the command exits 2.",
+    }
     // CONFIGURATION
     MALFORMED_TOML = "C001" {
         summary: "phlo.toml or a transform.toml cannot be read or is not valid TOML.",
