@@ -11,6 +11,7 @@ mod environments;
 mod explain;
 mod inspect;
 mod lineage;
+mod lineage_diff;
 mod plan;
 mod run;
 mod state;
