@@ -637,14 +637,18 @@ fn orphans(b: &Side, c: &Side, renames: &Renames, d: &LineageDiff) -> Vec<Orphan
             .iter()
             .filter_map(|s| sources.get(s.as_str())),
     );
-    for col in &d.columns.removed {
-        // Columns are named by the candidate's dataset; find the base's.
-        let found = (0..bg.nodes.len()).find(|&i| {
-            let n = &bg.nodes[i];
-            n.kind == NodeKind::Column
-                && renames.id(&n.id) == super::column_id(&col.dataset, &col.column)
-        });
-        removed.extend(found);
+    if !d.columns.removed.is_empty() {
+        // Columns are named by the candidate's dataset: the base's, renames applied.
+        let by_id: BTreeMap<String, usize> = (0..bg.nodes.len())
+            .filter(|&i| bg.nodes[i].kind == NodeKind::Column)
+            .map(|i| (renames.id(&bg.nodes[i].id), i))
+            .collect();
+        removed.extend(
+            d.columns
+                .removed
+                .iter()
+                .filter_map(|col| by_id.get(&super::column_id(&col.dataset, &col.column))),
+        );
     }
     let mut out = Vec::new();
     for r in removed {
