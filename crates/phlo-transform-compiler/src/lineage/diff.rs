@@ -215,6 +215,51 @@ impl<'a> Side<'a> {
             .then(|| n.reason.clone().unwrap_or_else(|| "unknown".into()))
     }
 
+    /// Each model's position in an order where a model comes after the models it reads
+    /// (ties by name; models in a cycle last, by name).
+    fn upstream_first(&self) -> BTreeMap<usize, usize> {
+        let readers = |m: usize| -> Vec<usize> {
+            self.output(m)
+                .map(|ds| {
+                    self.g
+                        .outgoing(ds)
+                        .filter(|e| e.kind == EdgeKind::Input)
+                        .map(|e| e.to)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut waiting: BTreeMap<usize, usize> = self.models.values().map(|&m| (m, 0)).collect();
+        for &m in self.models.values() {
+            for r in readers(m) {
+                *waiting.entry(r).or_default() += 1;
+            }
+        }
+        // Name order among the ready ones: `models` is sorted by name.
+        let mut ready: BTreeSet<(&str, usize)> = self
+            .models
+            .iter()
+            .filter(|(_, m)| waiting[*m] == 0)
+            .map(|(n, &m)| (*n, m))
+            .collect();
+        let mut rank = BTreeMap::new();
+        while let Some(first) = ready.pop_first() {
+            rank.insert(first.1, rank.len());
+            for r in readers(first.1) {
+                let w = waiting.get_mut(&r).expect("a reader is a model");
+                *w -= 1;
+                if *w == 0 {
+                    ready.insert((self.g.nodes[r].name.as_str(), r));
+                }
+            }
+        }
+        for &m in self.models.values() {
+            let next = rank.len();
+            rank.entry(m).or_insert(next);
+        }
+        rank
+    }
+
     /// A model's output columns.
     fn columns(&self, model: usize) -> Vec<usize> {
         self.output(model)
@@ -380,6 +425,10 @@ pub fn compare(base: &LineageGraph, candidate: &LineageGraph) -> LineageDiff {
         .filter_map(|(n, &bi)| c.models.get(n).map(|&ci| (bi, ci)))
         .collect();
     kept.extend(moved.iter().copied());
+    // Upstream first: a column renamed downstream of a renamed column pairs by its derivation
+    // with the upstream rename already applied.
+    let rank = b.upstream_first();
+    kept.sort_by_key(|&(bi, _)| rank.get(&bi).copied().unwrap_or(usize::MAX));
     let mut veiled: BTreeSet<String> = BTreeSet::new();
     for &(bi, ci) in &kept {
         let (bn, cn) = (&base.nodes[bi], &candidate.nodes[ci]);
@@ -501,8 +550,8 @@ fn compare_columns(
         .filter(|(n, _)| !bc.contains_key(*n))
         .map(|(_, &i)| i)
         .collect();
-    // Derivations compare with the renames known so far (upstream models are compared first
-    // only by chance, so a column reading a renamed upstream column may not pair).
+    // Derivations compare with the renames known so far: the upstream models' (compared
+    // first) and the sources'.
     let none = Renames::default();
     let keyed = |s: &Side, cols: &[usize], map: &Renames| {
         cols.iter()
@@ -1099,6 +1148,47 @@ mod tests {
             ]
         );
         assert_eq!(d.edges.removed.len(), 2);
+    }
+
+    #[test]
+    fn a_column_renamed_below_a_renamed_column_pairs_upstream_first() {
+        // `a.report` sorts before `shop.orders`, which it reads: compared by name order, its
+        // column's derivation would be compared before the upstream rename is known.
+        let graph = |upstream: &str, downstream: &str| {
+            orders(raw(), "shop.orders", upstream)
+                .model(
+                    "a.report",
+                    "transforms/a/report.sql",
+                    &["shop.orders"],
+                    &[(
+                        downstream,
+                        "Float64",
+                        &[(
+                            "shop.orders",
+                            upstream,
+                            D,
+                            Transformation::Aggregation,
+                            "sum(x)",
+                        )],
+                    )],
+                )
+                .done()
+        };
+        let d = compare(&graph("amount", "amount"), &graph("total", "total"));
+        let renamed: Vec<(&str, &str, &str)> = d
+            .columns
+            .renamed
+            .iter()
+            .map(|r| (r.dataset.as_str(), r.from.as_str(), r.to.as_str()))
+            .collect();
+        assert_eq!(
+            renamed,
+            [
+                ("a.report", "amount", "total"),
+                ("shop.orders", "amount", "total")
+            ]
+        );
+        assert_eq!(d.edges, EdgeChanges::default(), "{:?}", d.edges);
     }
 
     #[test]
