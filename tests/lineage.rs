@@ -487,6 +487,7 @@ fn lineage_diff_against_a_git_ref() {
         },
         "orphaned": [{
             "removed": "dataset://shop.orders#amount",
+            "change": "removed",
             "consumers": [{"id": "dataset://shop.report#total", "kind": "column",
                 "status": "lineage_unknown"}]
         }],

@@ -154,7 +154,12 @@ fn print_diff(out: &mut String, d: &LineageDiff) {
 
     let mut orphaned: Vec<String> = Vec::new();
     for o in &d.orphaned {
-        orphaned.push(format!("{} was read by:", name(&o.removed)));
+        let verb = if o.change == "renamed" {
+            "was renamed; still named by"
+        } else {
+            "was read by"
+        };
+        orphaned.push(format!("{} {verb}:", name(&o.removed)));
         for c in &o.consumers {
             let status = match c.status {
                 ConsumerStatus::LineageUnknown => "lineage unknown now",
@@ -168,7 +173,7 @@ fn print_diff(out: &mut String, d: &LineageDiff) {
             ));
         }
     }
-    section(out, "Consumers of what was removed", orphaned);
+    section(out, "Consumers of what was removed or renamed", orphaned);
 
     let unknown = d
         .unknown

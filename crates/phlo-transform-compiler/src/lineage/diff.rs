@@ -126,11 +126,15 @@ pub struct EdgeEntry {
     pub expression: Option<String>,
 }
 
-/// A removed node (a model's dataset, a source or a column) and what read it in the base.
+/// A removed node (a model's dataset, a source or a column) and what read it in the base; or a
+/// renamed column and the readers that lost their lineage with it (they still name the old
+/// column).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Orphaned {
-    /// The removed node's id (`dataset://shop.orders`, `dataset://shop.orders#amount`).
+    /// The node's id in the base (`dataset://shop.orders`, `dataset://shop.orders#amount`).
     pub removed: String,
+    /// `removed`, or `renamed` (then only readers whose lineage is unknown now are listed).
+    pub change: &'static str,
     pub consumers: Vec<Consumer>,
 }
 
@@ -686,7 +690,8 @@ fn orphans(b: &Side, c: &Side, renames: &Renames, d: &LineageDiff) -> Vec<Orphan
             .iter()
             .filter_map(|s| sources.get(s.as_str())),
     );
-    if !d.columns.removed.is_empty() {
+    let mut renamed: Vec<usize> = Vec::new();
+    if !d.columns.removed.is_empty() || !d.columns.renamed.is_empty() {
         // Columns are named by the candidate's dataset: the base's, renames applied.
         let by_id: BTreeMap<String, usize> = (0..bg.nodes.len())
             .filter(|&i| bg.nodes[i].kind == NodeKind::Column)
@@ -698,9 +703,19 @@ fn orphans(b: &Side, c: &Side, renames: &Renames, d: &LineageDiff) -> Vec<Orphan
                 .iter()
                 .filter_map(|col| by_id.get(&super::column_id(&col.dataset, &col.column))),
         );
+        renamed.extend(
+            d.columns
+                .renamed
+                .iter()
+                .filter_map(|col| by_id.get(&super::column_id(&col.dataset, &col.to))),
+        );
     }
     let mut out = Vec::new();
-    for r in removed {
+    let changes = removed
+        .into_iter()
+        .map(|r| (r, "removed"))
+        .chain(renamed.into_iter().map(|r| (r, "renamed")));
+    for (r, change) in changes {
         let mut readers: BTreeSet<usize> = BTreeSet::new();
         let mut read = |node: usize| {
             for e in bg.outgoing(node) {
@@ -721,12 +736,14 @@ fn orphans(b: &Side, c: &Side, renames: &Renames, d: &LineageDiff) -> Vec<Orphan
         let mut consumers: Vec<Consumer> = readers
             .into_iter()
             .filter_map(|i| consumer(b, c, renames, i))
+            .filter(|k| change == "removed" || k.status == ConsumerStatus::LineageUnknown)
             .collect();
         consumers.sort();
         consumers.dedup();
         if !consumers.is_empty() {
             out.push(Orphaned {
                 removed: bg.nodes[r].id.clone(),
+                change,
                 consumers,
             });
         }
@@ -896,6 +913,36 @@ mod tests {
         assert!(d.columns.added.is_empty() && d.columns.removed.is_empty());
         assert_eq!(d.edges, EdgeChanges::default());
         assert!(d.orphaned.is_empty());
+
+        // A reader still naming the old column lost its lineage: the rename orphans it.
+        let reader = |b: Build, from: &[From]| {
+            b.model(
+                "shop.report",
+                "transforms/shop/report.sql",
+                &["shop.orders"],
+                &[("sum", "Float64", from)],
+            )
+        };
+        let base = reader(
+            orders(raw(), "shop.orders", "amount"),
+            &[("shop.orders", "amount", D, ID, "sum(amount)")],
+        )
+        .done();
+        let cand = orders(raw(), "shop.orders", "total")
+            .broken("shop.report", &["shop.orders"])
+            .done();
+        assert_eq!(
+            compare(&base, &cand).orphaned,
+            [Orphaned {
+                removed: column_id("shop.orders", "amount"),
+                change: "renamed",
+                consumers: vec![Consumer {
+                    id: column_id("shop.report", "sum"),
+                    kind: NodeKind::Column,
+                    status: ConsumerStatus::LineageUnknown,
+                }],
+            }]
+        );
     }
 
     #[test]
@@ -1013,6 +1060,7 @@ mod tests {
             d.orphaned,
             [Orphaned {
                 removed: column_id("shop.orders", "amount"),
+                change: "removed",
                 consumers: vec![Consumer {
                     id: column_id("shop.report", "total"),
                     kind: NodeKind::Column,
