@@ -369,3 +369,215 @@ fn check_writes_lineage_documents_only_when_they_exist_and_are_stale() {
     let events = std::fs::read_to_string(dir.join("openlineage.json")).unwrap();
     assert!(events.contains("cases.added_by_test"));
 }
+
+/// A repository whose workspace (in `ws/`) has a history: `before` (no workspace yet), then
+/// `main`, then branch `feature` checked out, which renames a column, removes a column a
+/// downstream model reads and adds a filter (new lineage edges). Returns the repository and
+/// the workspace.
+fn repository_with_history() -> (tempfile::TempDir, std::path::PathBuf) {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    let ws = dir.join("ws");
+    common::git(dir, &["init", "-q", "-b", "main"]);
+    common::write_file(dir, "README", "history\n");
+    common::write_file(dir, ".gitignore", ".phlo/\n");
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "before the workspace"]);
+    common::git(dir, &["tag", "before"]);
+    common::write_file(
+        &ws,
+        "phlo.toml",
+        "[source.\"raw.orders\".columns]\nid = \"bigint\"\ncustomer_id = \"bigint\"\n\
+         amount = \"double\"\nstatus = \"varchar\"\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/orders.sql",
+        "select id, customer_id, amount from raw.orders\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/report.sql",
+        "select customer_id, sum(amount) as total from shop.orders group by customer_id\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/customers.sql",
+        "select customer_id as cid from shop.orders\n",
+    );
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "workspace"]);
+    common::git(dir, &["checkout", "-q", "-b", "feature"]);
+    common::write_file(
+        &ws,
+        "transforms/shop/orders.sql",
+        "select id, customer_id from raw.orders where status = 'paid'\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/customers.sql",
+        "select customer_id as customer from shop.orders\n",
+    );
+    common::git(dir, &["commit", "-q", "-a", "-m", "feature"]);
+    (repo, ws)
+}
+
+fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Issue 41: `lineage --diff <ref>` compiles the workspace at merge-base(ref, HEAD) from Git's
+/// objects and reports the rename, the removed column with the reader it orphans and the new
+/// edges; the work tree, the index and HEAD are left as they were.
+#[test]
+fn lineage_diff_against_a_git_ref() {
+    let (repo, ws) = repository_with_history();
+    let dir = repo.path();
+    let head = git_out(dir, &["rev-parse", "HEAD"]);
+    let base = git_out(dir, &["rev-parse", "main"]);
+    let index = std::fs::read(dir.join(".git/index")).unwrap();
+
+    let out = run(&ws, &["--json", "lineage", "--diff", "main"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut r = out.json();
+    // The report reader's compile error is the candidate's, reported beside the diff.
+    let diagnostics = r.as_object_mut().unwrap().remove("diagnostics").unwrap();
+    assert_eq!(field(&diagnostics, "code"), ["T001"]);
+    assert_eq!(diagnostics[0]["file"], "transforms/shop/report.sql");
+    let edge = |from: &str, to: &str, directness: &str, transformation: &str, expr: &str| {
+        serde_json::json!({"from": from, "to": to, "kind": "derives", "directness": directness,
+            "transformation": transformation, "expression": expr})
+    };
+    let filter = "orders.status = Utf8(\"paid\")";
+    let mut removed_edge = edge(
+        "dataset://raw.orders#amount",
+        "dataset://shop.orders#amount",
+        "direct",
+        "identity",
+        "",
+    );
+    // An identity edge carries no expression.
+    removed_edge.as_object_mut().unwrap().remove("expression");
+    let expected = serde_json::json!({
+        "base": {"requested_ref": "main", "commit": base, "head": head, "worktree_dirty": false},
+        "base_errors": 0,
+        "models": {"added": [], "removed": [], "renamed": [], "changed": []},
+        "sources": {"added": [], "removed": []},
+        "columns": {
+            "added": [],
+            "removed": [{"dataset": "shop.orders", "column": "amount", "type": "Float64"}],
+            "renamed": [{"dataset": "shop.customers", "from": "cid", "to": "customer"}],
+            "retyped": []
+        },
+        "edges": {
+            "added": [
+                edge("dataset://raw.orders#status", "dataset://shop.orders#customer_id",
+                    "indirect", "filter", filter),
+                edge("dataset://raw.orders#status", "dataset://shop.orders#id",
+                    "indirect", "filter", filter),
+            ],
+            "removed": [removed_edge]
+        },
+        "orphaned": [{
+            "removed": "dataset://shop.orders#amount",
+            "change": "removed",
+            "consumers": [{"id": "dataset://shop.report#total", "kind": "column",
+                "status": "lineage_unknown"}]
+        }],
+        "unknown": [{"model": "shop.report", "base": null, "candidate": "the model has errors"}]
+    });
+    assert_eq!(r, expected, "{}", serde_json::to_string_pretty(&r).unwrap());
+
+    // Nothing of the repository moved: no index write, no checkout, no stray files.
+    assert_eq!(std::fs::read(dir.join(".git/index")).unwrap(), index);
+    assert_eq!(git_out(dir, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git_out(dir, &["status", "--porcelain"]), "");
+
+    let text = run(&ws, &["lineage", "--diff", "main"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for line in [
+        "  ~ shop.customers.cid → customer (renamed)",
+        "  - shop.orders.amount  Float64",
+        "  shop.orders.amount was read by:",
+        "    shop.report.total (column, lineage unknown now)",
+    ] {
+        assert!(text.stdout.contains(line), "{line}:\n{}", text.stdout);
+    }
+
+    // Work-tree edits are the candidate: a new untracked model is added, the tree dirty.
+    common::write_file(
+        &ws,
+        "transforms/shop/paid.sql",
+        "select id from shop.orders\n",
+    );
+    let r = run(&ws, &["--json", "lineage", "--diff", "main"]).json();
+    assert_eq!(r["base"]["worktree_dirty"], true);
+    assert_eq!(
+        r["models"]["added"],
+        serde_json::json!([{"name": "shop.paid", "path": "transforms/shop/paid.sql"}])
+    );
+    // Against HEAD only the work tree's edit is a change: the new model and its two edges.
+    let r = run(&ws, &["--json", "lineage", "--diff", "HEAD"]).json();
+    assert_eq!(r["base"]["commit"], head);
+    assert_eq!(r["columns"]["removed"], serde_json::json!([]));
+    assert_eq!(r["orphaned"], serde_json::json!([]));
+    let added: Vec<(&str, &str, &str)> = r["edges"]["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap(),
+                e["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        added,
+        [
+            ("dataset://shop.orders", "model://shop/paid", "input"),
+            (
+                "dataset://shop.orders#id",
+                "dataset://shop.paid#id",
+                "derives"
+            ),
+        ]
+    );
+}
+
+/// Bad refs and places without history are coded diagnostics with help, never a crash.
+#[test]
+fn lineage_diff_refuses_what_has_no_history() {
+    let (repo, ws) = repository_with_history();
+    let code = |dir: &std::path::Path, reference: &str| {
+        let diff = format!("--diff={reference}");
+        let out = run(dir, &["--json", "lineage", &diff]);
+        assert_eq!(out.code, 2, "{}", out.stdout);
+        let r = out.json();
+        let d = r["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"].as_str().unwrap().starts_with('L'))
+            .unwrap_or_else(|| panic!("{r}"))
+            .clone();
+        assert!(d["help"].as_str().is_some_and(|h| !h.is_empty()), "{d}");
+        assert_eq!(d["file"], "phlo.toml");
+        d["code"].as_str().unwrap().to_string()
+    };
+    assert_eq!(code(&ws, "no-such-branch"), "L015");
+    assert_eq!(code(&ws, "--output=/tmp/x"), "L015");
+    assert_eq!(code(&ws, "before"), "L016");
+    let outside = tempfile::tempdir().unwrap();
+    common::copy_dir(&ws, outside.path());
+    assert_eq!(code(outside.path(), "main"), "L014");
+    drop(repo);
+}

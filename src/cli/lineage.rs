@@ -111,6 +111,32 @@ pub async fn lineage(
     EXIT_OK
 }
 
+/// `lineage --diff <git-ref>`: the work tree's lineage against the workspace at
+/// merge-base(ref, HEAD). Git history is not an environment's: `--ref` is refused.
+pub fn lineage_diff(paths: &Paths, reference: &str, json: bool) -> u8 {
+    if let Some(r) = &paths.reference {
+        return fatal(
+            Diagnostic::error(
+                codes::ENVIRONMENTS_UNSUPPORTED,
+                format!("--ref {r}: lineage --diff compares the workspace's Git history, not environments"),
+            )
+            .with_help("drop --ref; to compare two environments' data use `diff --from <ref> --to <ref>`"),
+            json,
+        );
+    }
+    let (c, out) = match compile_for_lineage(paths, json) {
+        Ok(compiled) => compiled,
+        Err(code) => return code,
+    };
+    match phlo_transform_exec::lineage_diff::lineage_diff(c, paths.adapter.as_deref(), reference) {
+        Ok(report) => {
+            out.report(&report);
+            EXIT_OK
+        }
+        Err(d) => out.fail([d]),
+    }
+}
+
 /// Prints `report`, with what the environment reads when `--ref` named one.
 fn report_in<R: Report>(out: Output, report: R, environment: Option<EnvironmentReads>) {
     match environment {

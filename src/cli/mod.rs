@@ -156,6 +156,14 @@ pub enum Command {
         /// or `openlineage` (design-time JobEvents and DatasetEvents).
         #[arg(long, value_enum, default_value_t)]
         format: lineage::LineageFormat,
+        /// Compare the workspace's lineage with the workspace at merge-base(GIT_REF, HEAD),
+        /// read from Git: models, columns and edges added, removed, renamed and retyped.
+        #[arg(
+            long,
+            value_name = "GIT_REF",
+            conflicts_with_all = ["target", "format", "select", "exclude", "tag", "workflow", "since"]
+        )]
+        diff: Option<String>,
         #[command(flatten)]
         scope: selection::ScopeArgs,
     },
@@ -328,9 +336,14 @@ pub async fn dispatch(cli: Cli) -> u8 {
         }
         Command::Test { selection } => commands::test(&paths, &selection.spec(), json).await,
         Command::Lineage {
+            diff: Some(reference),
+            ..
+        } => lineage::lineage_diff(&paths, &reference, json),
+        Command::Lineage {
             target,
             format,
             scope,
+            diff: None,
         } => lineage::lineage(&paths, target.as_deref(), format, &scope, json).await,
         Command::Impact { target, scope } => {
             lineage::impact(&paths, target.as_deref(), &scope, json).await

@@ -19,6 +19,7 @@ pub mod inspect;
 pub mod inspect_command;
 mod jobs;
 pub mod lease;
+pub mod lineage_diff;
 pub mod plan_command;
 pub mod planning;
 mod recorder;

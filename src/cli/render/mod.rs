@@ -12,6 +12,7 @@ mod explain;
 mod format;
 mod inspect;
 mod lineage;
+mod lineage_diff;
 mod plan;
 mod run;
 mod state;

@@ -3,10 +3,16 @@
 //! `dataset://` nodes. Every lineage report, the artifacts and the OpenLineage export read
 //! this one structure; none re-derives its own.
 
+mod diff;
 mod query;
 
 pub use crate::plan_lineage::{
     column_lineage, ColumnDerivations, Derivation, Directness, InputColumn, Transformation,
+};
+pub use diff::{
+    compare, ColumnChanges, ColumnEntry, ColumnRename, ColumnRetype, Consumer, ConsumerStatus,
+    EdgeChanges, EdgeEntry, FieldChange, LineageDiff, ModelChanges, ModelEntry, ModelRename,
+    Orphaned, SourceChanges, UnknownLineage,
 };
 pub use query::{
     ColumnReport, DatasetStep, ImpactReport, ImpactedColumn, InputEdge, ModelColumn, ModelReport,
@@ -25,7 +31,7 @@ use std::sync::Arc;
 /// Format version of the lineage document.
 pub const DOCUMENT_VERSION: u32 = 1;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     Model,

@@ -422,6 +422,26 @@ codes! {
         help: "Make the plan again with `phlo-transform plan` and apply its id.",
         explanation: "The stored body does not parse as a plan (the state database was edited or damaged); the parser's message is shown.",
     }
+    NOT_A_GIT_REPOSITORY = "L014" {
+        summary: "lineage --diff needs the workspace inside a Git repository, and it is not (or git cannot run).",
+        help: "Run it on a workspace inside a Git repository with at least one commit.",
+        explanation: "`lineage --diff <ref>` compiles the workspace as it was at a commit, read from Git's objects; without a repository there is no history to read.",
+    }
+    UNKNOWN_GIT_REF = "L015" {
+        summary: "A Git ref given to lineage --diff names no commit, or has no common ancestor with HEAD.",
+        help: "Name a branch, tag or commit the repository has (`git fetch origin main`, `git branch -a`).",
+        explanation: "The base compared with is merge-base(ref, HEAD); a ref that does not resolve, a repository without commits or unrelated histories give no base.",
+    }
+    WORKSPACE_MISSING_AT_REF = "L016" {
+        summary: "The workspace did not exist at the Git ref's merge-base (its directory or its phlo.toml).",
+        help: "Compare with a ref whose history has the workspace.",
+        explanation: "The workspace's subtree is read at merge-base(ref, HEAD); a workspace added after that commit has nothing to compare with.",
+    }
+    GIT_TREE_UNREADABLE = "L017" {
+        summary: "The workspace at a Git ref could not be read from Git's objects or written to a temporary directory.",
+        help: "Check the repository (`git fsck`) and the temporary directory's space and permissions (TMPDIR).",
+        explanation: "`lineage --diff` writes the workspace's files at the base commit to a temporary directory (removed afterwards) and compiles them there.",
+    }
     // ADAPTER
     QUERY_FAILED = "A001" {
         summary: "The warehouse rejected or failed a query.",
