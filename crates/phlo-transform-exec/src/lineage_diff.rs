@@ -29,8 +29,7 @@ pub fn lineage_diff(
     reference: &str,
 ) -> Result<LineageDiffReport, Diagnostic> {
     let tree = git_tree::materialise(&candidate.workspace.root, reference)?;
-    let base =
-        phlo_transform_adapter::compile_for_target(&tree.workspace(), adapter, SchemaRead::Cached)?;
+    let base = crate::compile_for_target(&tree.workspace(), adapter, SchemaRead::Cached)?;
     Ok(LineageDiffReport {
         base_errors: base.diagnostics.error_count(),
         diff: compare(base.lineage(), candidate.lineage()),
