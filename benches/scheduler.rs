@@ -35,8 +35,8 @@ struct NoopEngine;
 
 #[async_trait]
 impl Adapter for NoopEngine {
-    fn name(&self) -> &str {
-        "local"
+    fn kind(&self) -> phlo_transform_project::AdapterKind {
+        phlo_transform_project::AdapterKind::Local
     }
     fn dialect(&self) -> &str {
         "datafusion"
