@@ -13,7 +13,8 @@ use phlo_transform_sql::{parse_query, template};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
+
+use crate::git_command::{self, GitFailure};
 
 /// One changed path and what it meant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,21 +60,12 @@ fn git_error(message: String) -> Diagnostic {
 
 /// Runs a read-only git command in `dir` and returns stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, Diagnostic> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .map_err(|e| git_error(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(git_error(format!(
-            "`git {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(out.stdout)
+    git_command::read_only(dir, args).map_err(|failure| match failure {
+        GitFailure::NotRun(e) => git_error(format!("cannot run git: {e}")),
+        GitFailure::Failed(stderr) => {
+            git_error(format!("`git {}` failed: {stderr}", args.join(" ")))
+        }
+    })
 }
 
 fn git_line(dir: &Path, args: &[&str]) -> Result<String, Diagnostic> {
@@ -315,13 +307,9 @@ fn parse_toml(text: Option<&str>) -> Option<toml::Table> {
     text?.parse::<toml::Table>().ok()
 }
 
-/// A ref is handed to git as an argument: one starting with `-` would be read as an option
-/// (`--since=--output=/tmp/x`), and an empty one or one with control characters is no ref.
+/// A ref that cannot be handed to git ([`git_command::is_ref_argument`]) is L007.
 fn check_reference(reference: &str) -> Result<(), Diagnostic> {
-    if reference.is_empty()
-        || reference.starts_with('-')
-        || reference.chars().any(|c| c.is_control())
-    {
+    if !git_command::is_ref_argument(reference) {
         return Err(Diagnostic::error(
             codes::INVALID_SELECTOR,
             format!("`{}` is not a Git ref", reference.escape_default()),

@@ -10,6 +10,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::git_command::{self, GitFailure};
+
 /// The commit a workspace was materialised from, and the work tree it is compared with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GitBase {
@@ -261,17 +263,11 @@ fn io_error(message: String) -> Diagnostic {
 
 /// Runs a read-only git command in `dir`; a failure is `code`.
 fn run(dir: &Path, args: &[&str], code: Code) -> Result<Vec<u8>, Diagnostic> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .map_err(|e| git_error(codes::NOT_A_GIT_REPOSITORY, format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let why = stderr.trim();
-        return Err(git_error(
+    git_command::read_only(dir, args).map_err(|failure| match failure {
+        GitFailure::NotRun(e) => {
+            git_error(codes::NOT_A_GIT_REPOSITORY, format!("cannot run git: {e}"))
+        }
+        GitFailure::Failed(why) => git_error(
             code,
             format!(
                 "`git {}` failed{}",
@@ -282,18 +278,13 @@ fn run(dir: &Path, args: &[&str], code: Code) -> Result<Vec<u8>, Diagnostic> {
                     format!(": {why}")
                 }
             ),
-        ));
-    }
-    Ok(out.stdout)
+        ),
+    })
 }
 
-/// A ref is handed to git as an argument: one starting with `-` would be read as an option,
-/// and an empty one or one with control characters is no ref.
+/// A ref that cannot be handed to git ([`git_command::is_ref_argument`]) is L015.
 fn check_reference(reference: &str) -> Result<(), Diagnostic> {
-    if reference.is_empty()
-        || reference.starts_with('-')
-        || reference.chars().any(|c| c.is_control())
-    {
+    if !git_command::is_ref_argument(reference) {
         return Err(Diagnostic::error(
             codes::UNKNOWN_GIT_REF,
             format!("`{}` is not a Git ref", reference.escape_default()),

@@ -7,6 +7,7 @@
 mod blocked;
 mod freshness;
 mod git;
+mod git_command;
 pub mod git_tree;
 pub mod lineage_scope;
 pub mod list;
