@@ -157,6 +157,12 @@ const TRANSIENT_ERRORS: &[&str] = &[
     "ICEBERG_COMMIT_ERROR",
 ];
 
+/// What the Iceberg catalog's HTTP client (Nessie's, the REST catalog's) says inside a
+/// Trino error when a request to its server failed: the catalog was unreachable for a moment,
+/// whatever error name Trino gives the statement (seen as `INVALID_VIEW` while analysing a
+/// stored view, `Failed to execute POST request against 'http://…/trees/main/contents'`).
+const CATALOG_REQUEST_FAILED: [&str; 2] = ["Failed to execute ", " request against '"];
+
 impl TrinoError {
     /// A failure on our side before anything was sent (no runtime, no HTTP client).
     pub fn internal(message: impl Into<String>) -> Self {
@@ -173,14 +179,19 @@ impl TrinoError {
     }
 
     /// True when repeating the statement may succeed: the server was unreachable or still
-    /// starting, or the engine named a transient failure. SQL errors never are.
+    /// starting, the engine named a transient failure, or the catalog's request to its server
+    /// failed ([`CATALOG_REQUEST_FAILED`]). SQL errors never are.
     pub fn retryable(&self) -> bool {
         match self.kind {
             FailureKind::Unreachable | FailureKind::Starting => true,
-            FailureKind::Query => self
-                .engine
-                .as_ref()
-                .is_some_and(|e| TRANSIENT_ERRORS.contains(&e.name.as_str())),
+            FailureKind::Query => {
+                self.engine
+                    .as_ref()
+                    .is_some_and(|e| TRANSIENT_ERRORS.contains(&e.name.as_str()))
+                    || CATALOG_REQUEST_FAILED
+                        .iter()
+                        .all(|p| self.message.contains(p))
+            }
             FailureKind::Cancelled | FailureKind::Unauthorized | FailureKind::Protocol => false,
         }
     }
@@ -774,4 +785,34 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query_error(name: &str, message: &str) -> TrinoError {
+        let error = serde_json::json!({
+            "errorName": name, "errorType": "USER_ERROR", "errorCode": 1, "message": message
+        });
+        engine_error(&error, "q1")
+    }
+
+    /// The CI failure of stop 46: Trino analysing a stored view could not reach Nessie for a
+    /// moment; a retry cures it. A view that is really invalid is not retried.
+    #[test]
+    fn a_failed_catalog_request_is_transient_and_an_invalid_view_is_not() {
+        let nessie = query_error(
+            "INVALID_VIEW",
+            "line 3:66: Failed analyzing stored view 'views.s.v': Failed to execute POST \
+             request against 'http://127.0.0.1:19120/api/v2/trees/main/contents'.",
+        );
+        assert!(nessie.retryable());
+        let invalid = query_error(
+            "INVALID_VIEW",
+            "line 3:66: Failed analyzing stored view 'views.s.v': Column 'x' cannot be resolved",
+        );
+        assert!(!invalid.retryable());
+        assert!(query_error("REMOTE_TASK_ERROR", "gone").retryable());
+    }
 }
