@@ -31,6 +31,12 @@ impl SqliteStateStore {
             // consistent. FULL cost an fsync per node transition (~1.5 ms each).
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10));
+        // Two processes opening a fresh database race twice: switching it to WAL needs an
+        // exclusive lock that SQLite may refuse at once (SQLITE_BUSY, no busy wait), and sqlx
+        // does not lock its migrations (both would apply them and one would fail). An exclusive
+        // lock on a file beside the database, held from the first connection to the last
+        // migration, makes them take turns (the second finds WAL set and nothing to apply).
+        let lock = open_lock(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -38,10 +44,6 @@ impl SqliteStateStore {
             .map_err(|e| {
                 StateError::from_sqlx(&format!("cannot open state database {}", path.display()), e)
             })?;
-        // sqlx does not lock SQLite migrations: two processes opening a fresh database would
-        // both apply them and one would fail. An exclusive lock on a file beside the database
-        // makes them take turns (the second finds nothing left to apply).
-        let lock = migration_lock(path).await?;
         let migrated = sqlx::migrate!("./migrations").run(&pool).await;
         drop(lock);
         migrated.map_err(|e| StateError {
@@ -74,7 +76,7 @@ impl SqliteStateStore {
 }
 
 /// An exclusive lock on `<database>.lock`, held until dropped; waits for another process's.
-async fn migration_lock(path: &Path) -> Result<std::fs::File> {
+async fn open_lock(path: &Path) -> Result<std::fs::File> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = std::path::PathBuf::from(lock_path);
