@@ -92,6 +92,34 @@ if ! tpc_generator_present 2>/dev/null; then
     "$TPC_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${TPC_GENERATOR[@]}"
 fi
 
+# --- dbt ----------------------------------------------------------------------------------------------
+# tests/dbt_artifacts.rs reads the dbt artifacts `run --artifacts dbt` writes with
+# dbt-artifacts-parser and with dbt-core's own reader. dbt-core 1.10 (its 1.12 downloads a
+# parser wheel from outside PyPI while installing) pins its own libraries, so it gets an
+# environment of its own; PHLO_DBT_PYTHON tells the tests where its Python is.
+DBT_ENV=("dbt-core==1.10.23" "dbt-duckdb==1.10.1" "dbt-adapters==1.24.5" "dbt-common==1.39.0"
+    "duckdb==2.0.1" "dbt-artifacts-parser==0.15.0" "pydantic==2.14.4")
+DBT_VENV="$HOME/.cache/phlo-transform/dbt-venv"
+export PHLO_DBT_PYTHON="$DBT_VENV/bin/python"
+dbt_env_present() {
+    [ -x "$PHLO_DBT_PYTHON" ] && "$PHLO_DBT_PYTHON" - "${DBT_ENV[@]}" <<'EOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, wanted = pin.split("==")
+    try:
+        if version(name) != wanted:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+EOF
+}
+if ! dbt_env_present 2>/dev/null; then
+    log "installing the dbt environment: ${DBT_ENV[*]}"
+    python3 -m venv "$DBT_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$DBT_VENV"; }
+    "$DBT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${DBT_ENV[@]}"
+fi
+
 # --- PostgreSQL -------------------------------------------------------------------------------------
 # The state-store suite and tests/state.rs create a fresh database per test through
 # PHLO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres, trust

@@ -44,6 +44,18 @@ pub struct ExecutionArgs {
     /// test SQL, same versions of the models and sources it reads).
     #[arg(long)]
     pub rerun_tests: bool,
+    /// Also write another tool's artifacts after the run: `dbt` writes dbt's
+    /// target/manifest.json (schema v12) and target/run_results.json (v6). `[artifacts] dbt =
+    /// true` in phlo.toml does it for every run.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub artifacts: Vec<ArtifactFormat>,
+}
+
+/// `--artifacts`: the formats of other tools a run also writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArtifactFormat {
+    /// dbt's manifest.json and run_results.json in target/.
+    Dbt,
 }
 
 /// How one command executes its plan.
@@ -69,6 +81,7 @@ impl Execution {
             model_timeout: self.args.model_timeout,
             rerun_tests: self.args.rerun_tests,
             continuation: self.continuation.clone(),
+            dbt_artifacts: self.args.artifacts.contains(&ArtifactFormat::Dbt),
         }
     }
 }

@@ -17,6 +17,9 @@ use crate::model::ModelSchema;
 /// A model's declared contract, as resolved.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Contract {
+    /// `[model.<key>] description`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     pub enforced: bool,
     pub columns: Vec<ContractColumn>,
     /// new name → old name.
@@ -185,6 +188,7 @@ fn resolve(
         }
     }
     Some(Contract {
+        description: section.description.clone(),
         enforced: section.contract.as_ref().is_some_and(|c| c.enforced),
         columns,
         renames: section.renames.clone(),

@@ -104,6 +104,9 @@ pub struct ExecutionOptions {
     pub model_timeout: Option<Duration>,
     pub rerun_tests: bool,
     pub continuation: Continuation,
+    /// `--artifacts dbt`: also write dbt's `manifest.json` and `run_results.json`
+    /// ([`crate::dbt_artifacts`]); `[artifacts] dbt = true` does it for every run.
+    pub dbt_artifacts: bool,
 }
 
 /// One command that executes a plan.
@@ -283,6 +286,9 @@ async fn execute_leased(
             .await
             .and_then(|p| request.command.rewrite(p).map_err(|d| vec![d]))?;
     front.planned(&plan);
+    // The engine's names of the relations, asked before the run takes the engine.
+    let dbt = (request.options.dbt_artifacts || c.workspace.config.artifacts.dbt)
+        .then(|| crate::dbt_artifacts::Relations::of(c, engine.as_ref()));
     let run = PendingRun {
         compilation: c,
         plan: &plan,
@@ -314,6 +320,16 @@ async fn execute_leased(
     let artifacts = artifacts
         .and_then(|_| request.artifacts.write("plan.json", &plan))
         .and_then(|_| request.artifacts.write("run.json", &report))
+        .and_then(|_| match &dbt {
+            Some(relations) => crate::dbt_artifacts::write(
+                request.target.root,
+                c,
+                relations,
+                &report,
+                request.command.name(),
+            ),
+            None => Ok(()),
+        })
         .err();
     Ok(Executed { report, artifacts })
 }

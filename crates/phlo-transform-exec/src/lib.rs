@@ -9,6 +9,7 @@ pub mod clean;
 pub mod command;
 mod compile;
 pub mod continuation;
+pub mod dbt_artifacts;
 pub mod diff;
 pub mod environments;
 mod events;

@@ -34,6 +34,19 @@ pub struct WorkspaceConfig {
     /// `[adapters.<name>]`: named targets, chosen with `--adapter <name>`.
     #[serde(default)]
     pub adapters: BTreeMap<String, crate::adapter::AdapterSection>,
+    /// `[artifacts]`: the artifacts of other tools a run also writes.
+    #[serde(default)]
+    pub artifacts: ArtifactsSection,
+}
+
+/// `[artifacts]`. `dbt = true`: every `run` and `apply` also writes dbt's `manifest.json`
+/// (schema v12) and `run_results.json` (v6) into `target/`, as `--artifacts dbt` does, for
+/// the tools that read dbt's artifacts.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactsSection {
+    #[serde(default)]
+    pub dbt: bool,
 }
 
 /// `[schema]` policy. A nullable addition is SAFE and a numeric widening REVIEW unless these
@@ -87,6 +100,8 @@ pub struct OpenLineageSection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
+    /// What the model is, for documentation and the dbt artifacts (SPEC §100).
+    pub description: Option<String>,
     pub contract: Option<ContractSection>,
     /// Declared columns, in order.
     #[serde(default)]
