@@ -329,6 +329,20 @@ pub fn init(dir: &std::path::Path, json: bool) -> u8 {
     }
 }
 
+/// `import dbt`: the report, every construct left out a warning (P017); exit 0 when the
+/// workspace was written.
+pub fn import_dbt(project: &std::path::Path, out_dir: &std::path::Path, json: bool) -> u8 {
+    match phlo_transform_project::dbt_import::import(project, out_dir) {
+        Ok(imported) => {
+            let mut out = Output::new(json);
+            out.diagnostics(imported.diagnostics);
+            out.report(&imported.report);
+            EXIT_OK
+        }
+        Err(d) => fatal(d, json),
+    }
+}
+
 /// Exit 2 when a file does not parse or could not be written, else 1 when `--check` found a
 /// file to change, else 0.
 pub fn fmt(paths: &Paths, targets: &[String], check: bool, json: bool) -> u8 {

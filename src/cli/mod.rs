@@ -73,6 +73,11 @@ pub enum Command {
         /// else the current directory).
         dir: Option<PathBuf>,
     },
+    /// Convert another tool's project into a new workspace (`import dbt <dbt-project-dir>`).
+    Import {
+        #[command(subcommand)]
+        from: ImportFrom,
+    },
     /// Compile and validate the whole workspace; report every problem.
     Check,
     /// Format model and test files in place (directives and comments kept; a file is only
@@ -233,6 +238,21 @@ pub enum Command {
     },
 }
 
+/// What `import` converts.
+#[derive(Subcommand)]
+pub enum ImportFrom {
+    /// A dbt project: models, seeds, sources, descriptions and generic tests; what has no
+    /// plain-SQL meaning (other Jinja, macros, Python models) is listed and left out.
+    Dbt {
+        /// The dbt project's folder (the one holding dbt_project.yml).
+        project: PathBuf,
+        /// The new workspace, created when missing and refused when not empty (default: -C,
+        /// else the current directory).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
 pub async fn dispatch(cli: Cli) -> u8 {
     let start = cli
         .project_dir
@@ -286,6 +306,16 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 (None, _) => start.clone(),
             };
             commands::init(&dir, json)
+        }
+        Command::Import {
+            from: ImportFrom::Dbt { project, out },
+        } => {
+            let out = match (out, cli.project_dir.is_some()) {
+                (Some(d), true) => start.join(d),
+                (Some(d), false) => d,
+                (None, _) => start.clone(),
+            };
+            commands::import_dbt(&project, &out, json)
         }
         Command::Check => commands::check(&paths, json).await,
         Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),

@@ -51,7 +51,7 @@ pub struct InitReport {
 /// written is P013 (the files written before it stay, and are named in its notes).
 pub fn init(dir: &Path) -> Result<InitReport, Diagnostic> {
     let shown = dir.display().to_string();
-    refuse_unless_empty(dir, &shown)?;
+    refuse_unless_empty(dir, &shown, &INIT_REFUSAL)?;
     let mut written = Vec::new();
     for (rel, text) in FILES {
         let path = dir.join(rel);
@@ -74,12 +74,30 @@ pub fn init(dir: &Path) -> Result<InitReport, Diagnostic> {
     })
 }
 
-/// P012 unless `dir` is missing or an empty directory.
-fn refuse_unless_empty(dir: &Path, shown: &str) -> Result<(), Diagnostic> {
+/// How a command that writes a new workspace refuses a directory: its codes and help.
+pub(crate) struct Refusal {
+    pub not_empty: phlo_transform_core::diagnostic::Code,
+    pub unreadable: phlo_transform_core::diagnostic::Code,
+    pub help: &'static str,
+}
+
+const INIT_REFUSAL: Refusal = Refusal {
+    not_empty: codes::INIT_TARGET_NOT_EMPTY,
+    unreadable: codes::INIT_WRITE_FAILED,
+    help:
+        "give init a new or empty directory: `phlo-transform init <new-dir>`; it never overwrites",
+};
+
+/// `refusal.not_empty` (P012 for init) unless `dir` is missing or an empty directory.
+pub(crate) fn refuse_unless_empty(
+    dir: &Path,
+    shown: &str,
+    refusal: &Refusal,
+) -> Result<(), Diagnostic> {
     let refuse = |what: String| {
-        Diagnostic::error(codes::INIT_TARGET_NOT_EMPTY, what)
+        Diagnostic::error(refusal.not_empty, what)
             .in_file(shown.to_string())
-            .with_help("give init a new or empty directory: `phlo-transform init <new-dir>`; it never overwrites")
+            .with_help(refusal.help)
     };
     match std::fs::read_dir(dir) {
         Ok(entries) => {
@@ -101,17 +119,16 @@ fn refuse_unless_empty(dir: &Path, shown: &str) -> Result<(), Diagnostic> {
         Err(_) if dir.exists() && !dir.is_dir() => {
             Err(refuse(format!("{shown} exists and is not a directory")))
         }
-        Err(e) => Err(Diagnostic::error(
-            codes::INIT_WRITE_FAILED,
-            format!("cannot read {shown}: {e}"),
-        )
-        .in_file(shown.to_string())
-        .with_help("check the directory's permissions")),
+        Err(e) => Err(
+            Diagnostic::error(refusal.unreadable, format!("cannot read {shown}: {e}"))
+                .in_file(shown.to_string())
+                .with_help("check the directory's permissions"),
+        ),
     }
 }
 
 /// Creates `path` (and its folders) with `text`; fails if the file exists.
-fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_new(path: &Path, text: impl AsRef<[u8]>) -> std::io::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -119,7 +136,7 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
         .write(true)
         .create_new(true)
         .open(path)?;
-    file.write_all(text.as_bytes())
+    file.write_all(text.as_ref())
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod adapter;
 pub mod config;
+pub mod dbt_import;
 pub mod directives;
 pub mod discovery;
 pub mod effective;

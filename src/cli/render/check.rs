@@ -53,6 +53,30 @@ impl Report for phlo_transform_exec::clean::CleanReport {
     }
 }
 
+impl Report for phlo_transform_project::dbt_import::ImportReport {
+    fn human(&self) -> String {
+        let mut out = format!(
+            "Imported the dbt project `{}` into {}: {} model(s), {} source(s), {} data test(s)\n",
+            self.project,
+            self.root,
+            self.models.len(),
+            self.sources.len(),
+            self.tests.len()
+        );
+        for m in &self.models {
+            let _ = writeln!(out, "  {}  {}  {}", m.name, m.materialization, m.path);
+        }
+        if !self.unconverted.is_empty() {
+            let _ = writeln!(out, "Left out ({}):", self.unconverted.len());
+            for u in &self.unconverted {
+                let _ = writeln!(out, "  {}:{}  {}: {}", u.file, u.line, u.left_out, u.reason);
+            }
+        }
+        let _ = writeln!(out, "Check it: phlo-transform -C {} check", self.root);
+        out
+    }
+}
+
 impl Report for phlo_transform_project::init::InitReport {
     fn human(&self) -> String {
         let mut out = format!("Created a workspace in {}:\n", self.root);

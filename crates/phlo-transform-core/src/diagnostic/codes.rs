@@ -200,6 +200,26 @@ codes! {
         help: "Check the file's permissions; it was left as it was.",
         explanation: "The message carries the operating system's error. The other files are still formatted, and the command exits 2.",
     }
+    DBT_PROJECT_UNREADABLE = "P016" {
+        summary: "`import dbt` cannot read the dbt project: no dbt_project.yml, or a YAML file that does not parse.",
+        help: "Point `phlo-transform import dbt` at the folder holding dbt_project.yml, and fix the YAML at the reported line.",
+        explanation: "The import reads dbt_project.yml (the project's name, model and seed paths, folder configuration) and every .yml under the model paths (models' descriptions, columns and tests; sources). A file it cannot read or parse stops the import before anything is written, since what it would leave out could not be listed.",
+    }
+    DBT_NOT_CONVERTED = "P017" {
+        summary: "A dbt model, test or macro uses what `import dbt` cannot convert into plain SQL; it is left out of the imported workspace.",
+        help: "Rewrite the construct as plain SQL in the imported workspace (a model per Jinja branch, a data test under tests/), or leave the model in dbt.",
+        explanation: "`{{ ref(...) }}`, `{{ source(...) }}`, `{{ config(...) }}` with literal settings, `{# comments #}` and the tests `not_null`, `unique`, `accepted_values` and `relationships` are converted. Anything else — other Jinja (`{% if %}`, `{% for %}`, `{% set %}`, `is_incremental()`, `var()`), macros, Python models, other tests, hooks — is listed with its file and line, and the model (or test) is left out rather than silently changed. A model that reads one left out is left out too.",
+    }
+    IMPORT_TARGET_NOT_EMPTY = "P018" {
+        summary: "`import dbt` was given an output directory that is not empty, or a path that is not a directory.",
+        help: "Give `--out` a new or empty directory; the import never overwrites a file.",
+        explanation: "The import writes a whole new workspace. Mixing it into existing files could replace or shadow them, so it refuses before writing anything.",
+    }
+    IMPORT_WRITE_FAILED = "P019" {
+        summary: "`import dbt` could not write one of the new workspace's files.",
+        help: "Check the directory's permissions and free space, then import again into an empty directory.",
+        explanation: "The message names the file and the operating system's error. Each file is created new, so nothing existing is replaced.",
+    }
     // CONFIGURATION
     MALFORMED_TOML = "C001" {
         summary: "phlo.toml or a transform.toml cannot be read or is not valid TOML.",
