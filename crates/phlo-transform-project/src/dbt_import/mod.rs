@@ -825,3 +825,127 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
         diagnostics,
     })
 }
+
+#[cfg(test)]
+mod import_tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A project with what jaffle_shop_duckdb does not have: a source over a seed, an
+    /// incremental model configured in SQL, folder settings with `+`, a Python model, a
+    /// macro and its call, a model reading a model left out, and a relationship to it.
+    #[test]
+    fn every_kind_of_construct_is_converted_or_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("project");
+        write(&p, "dbt_project.yml", "name: shop\nprofile: shop\nmodels:\n  shop:\n    +tags: ['core']\n    marts:\n      +materialized: table\n");
+        write(
+            &p,
+            "profiles.yml",
+            "shop:\n  target: dev\n  outputs:\n    dev:\n      type: postgres\n",
+        );
+        write(&p, "seeds/raw_orders.csv", "id,amount\n1,10\n2,20\n");
+        write(&p, "models/sources.yml", "version: 2\nsources:\n  - name: raw\n    tables:\n      - name: orders\n        identifier: raw_orders\n        description: Orders as loaded\n        columns:\n          - name: id\n            tests: [not_null]\n");
+        write(&p, "models/staging/stg_orders.sql", "{{ config(materialized='incremental', unique_key='id', tags='hourly') }}\nselect id, amount from {{ source('raw', 'orders') }}\n");
+        write(
+            &p,
+            "models/marts/big.sql",
+            "select id, {{ cents('amount') }} as dollars from {{ ref('stg_orders') }}\n",
+        );
+        write(
+            &p,
+            "models/marts/bigger.sql",
+            "select * from {{ ref('big') }}\n",
+        );
+        write(
+            &p,
+            "models/marts/totals.sql",
+            "select id, sum(amount) as amount from {{ ref('stg_orders') }} group by id\n",
+        );
+        write(&p, "models/marts/schema.yml", "version: 2\nmodels:\n  - name: totals\n    columns:\n      - name: id\n        tests:\n          - relationships:\n              to: ref('big')\n              field: id\n          - dbt_utils.at_least_one\n");
+        write(
+            &p,
+            "models/marts/score.py",
+            "def model(dbt, session):\n    return None\n",
+        );
+        write(
+            &p,
+            "macros/cents.sql",
+            "{% macro cents(column) %}{{ column }} / 100{% endmacro %}\n",
+        );
+        let out = tmp.path().join("ws");
+        let imported = import(&p, &out).unwrap();
+        let left: Vec<String> = imported
+            .report
+            .unconverted
+            .iter()
+            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                "macros/cents.sql:1 macro cents: macros are not imported",
+                "models/marts/big.sql:1 model big: Jinja expression `{{ cents('amount') }}`",
+                "models/marts/bigger.sql:1 model bigger: it reads `big`, which is left out",
+                "models/marts/schema.yml:7 test relationships(totals.id): ref('big'): the model is left out",
+                "models/marts/schema.yml:10 test dbt_utils.at_least_one(totals.id): test `dbt_utils.at_least_one` (only not_null, unique, accepted_values and relationships are converted)",
+                "models/marts/score.py:1 model score: a Python model",
+            ]
+        );
+        assert_eq!(imported.diagnostics.len(), left.len());
+        let models: Vec<(&str, &str)> = imported
+            .report
+            .models
+            .iter()
+            .map(|m| (m.name.as_str(), m.materialization.as_str()))
+            .collect();
+        assert_eq!(
+            models,
+            [
+                ("shop.marts.totals", "table"),
+                ("shop.staging.stg_orders", "incremental")
+            ]
+        );
+        let stg =
+            std::fs::read_to_string(out.join("transforms/shop/staging/stg_orders.sql")).unwrap();
+        assert_eq!(
+            stg,
+            "-- Imported from dbt: models/staging/stg_orders.sql (model `stg_orders`)\n\
+             -- @incremental key=id\n-- @tags core,hourly\nselect id, amount from raw.orders\n"
+        );
+        let toml = std::fs::read_to_string(out.join("phlo.toml")).unwrap();
+        assert!(toml.contains("dialect = \"postgres\""), "{toml}");
+        assert!(
+            toml.contains("[source.\"raw.orders\"]\nlocation = \"sources/seeds/raw_orders.csv\"\ndescription = \"Orders as loaded\""),
+            "{toml}"
+        );
+        assert_eq!(imported.report.sources, ["seeds.raw_orders", "raw.orders"]);
+        assert_eq!(imported.report.tests, ["tests/not_null_orders_id.sql"]);
+        // The workspace it wrote loads.
+        let ws = crate::Workspace::load(&out).unwrap();
+        assert_eq!(ws.models.len(), 2);
+        assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
+    }
+
+    #[test]
+    fn yaml_that_does_not_parse_is_p016_at_its_line_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("project");
+        write(&p, "dbt_project.yml", "name: shop\n");
+        write(
+            &p,
+            "models/bad.yml",
+            "version: 2\nmodels:\n  - name: [unclosed\n",
+        );
+        let out = tmp.path().join("ws");
+        let d = import(&p, &out).err().unwrap();
+        assert_eq!(d.code, codes::DBT_PROJECT_UNREADABLE);
+        assert_eq!(d.file.as_deref(), Some("models/bad.yml"));
+        assert!(!out.exists());
+    }
+}
