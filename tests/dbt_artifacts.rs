@@ -236,3 +236,43 @@ fn without_the_flag_or_the_key_no_dbt_artifacts_are_written() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!root.join("target").exists());
 }
+
+#[test]
+fn failures_blocked_models_and_failed_tests_are_in_dbts_words() {
+    let (_dir, root) = lab();
+    common::write_file(
+        &root,
+        "transforms/shared/broken.sql",
+        "-- @table\nselect cast(s.site_name as int) as n from shared.sites as s\n",
+    );
+    common::write_file(
+        &root,
+        "transforms/shared/after_broken.sql",
+        "-- @table\nselect b.n from shared.broken as b\n",
+    );
+    common::write_file(
+        &root,
+        "tests/every_site_is_a_violation.sql",
+        "select s.site_code from shared.sites as s\n",
+    );
+    let out = run(&root, &["run", "--artifacts", "dbt", "--json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let sites = out.json()["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "shared.sites")
+        .unwrap()["rows"]
+        .as_u64()
+        .unwrap();
+    let read = read_artifacts(&root);
+    let results = &read["results"];
+    assert_eq!(results["model.lab.broken"], "error");
+    assert_eq!(results["model.lab.after_broken"], "skipped");
+    assert_eq!(results["test.lab.every_site_is_a_violation"], "fail");
+    assert_eq!(
+        read["failures"]["test.lab.every_site_is_a_violation"],
+        sites
+    );
+    assert_eq!(results["model.lab.sites"], "success");
+}
