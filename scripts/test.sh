@@ -94,7 +94,8 @@ fi
 
 # --- dbt ----------------------------------------------------------------------------------------------
 # tests/dbt_artifacts.rs reads the dbt artifacts `run --artifacts dbt` writes with
-# dbt-artifacts-parser and with dbt-core's own reader. dbt-core 1.10 (its 1.12 downloads a
+# dbt-artifacts-parser and with dbt-core's own reader; tests/dbt_import.rs builds the dbt
+# project it imports with dbt-duckdb and compares the rows. dbt-core 1.10 (its 1.12 downloads a
 # parser wheel from outside PyPI while installing) pins its own libraries, so it gets an
 # environment of its own; PHLO_DBT_PYTHON tells the tests where its Python is.
 DBT_ENV=("dbt-core==1.10.23" "dbt-duckdb==1.10.1" "dbt-adapters==1.24.5" "dbt-common==1.39.0"
