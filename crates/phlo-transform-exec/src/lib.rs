@@ -11,7 +11,6 @@ mod compile;
 pub mod continuation;
 pub mod diff;
 pub mod environments;
-mod events;
 pub mod explain;
 mod failure;
 pub mod history;
@@ -23,7 +22,6 @@ pub mod lineage_diff;
 pub mod plan_command;
 pub mod planning;
 mod recorder;
-mod report;
 mod scheduler;
 mod source_failure;
 pub mod target;
@@ -31,11 +29,12 @@ mod tests_run;
 
 pub use cancel::CancelHandle;
 pub use compile::compile_for_target;
-pub use events::{EventSink, RunEvent};
-pub use failure::{Category, RetryPolicy};
+pub use failure::RetryPolicy;
 pub use jobs::model_job;
 pub use lease::WriterLease;
-pub use report::{ErrorInfo, ModelResult, RunReport, StatusCounts, TestResult};
+pub use phlo_transform_events::{
+    Category, ErrorInfo, EventSink, ModelResult, RunEvent, RunReport, StatusCounts, TestResult,
+};
 
 use failure::now;
 use phlo_transform_adapter::Adapter;
@@ -366,8 +365,8 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
                 Decision::Blocked => {
                     // Blocked by the plan: the report says why, as the plan did.
                     r.error = m.reasons.first().map(|reason| {
-                        report::ErrorInfo::new(
-                            failure::Category::Dependency,
+                        ErrorInfo::new(
+                            Category::Dependency,
                             phlo_transform_core::diagnostic::codes::BLOCKED_BY_PLAN,
                             reason.detail.clone(),
                         )
