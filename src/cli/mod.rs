@@ -75,6 +75,10 @@ pub enum Command {
     },
     /// Compile and validate the whole workspace; report every problem.
     Check,
+    /// Serve editors over the Language Server Protocol on stdin/stdout: diagnostics as you
+    /// type, hover with types and column lineage, go to definition, references, completion,
+    /// rename of a model, quick fixes (docs/editors.md).
+    Lsp,
     /// Format model and test files in place (directives and comments kept; a file is only
     /// rewritten when it stays the same query). `--check` writes nothing and exits 1 when a
     /// file would change.
@@ -288,6 +292,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             commands::init(&dir, json)
         }
         Command::Check => commands::check(&paths, json).await,
+        Command::Lsp => commands::lsp(&paths),
         Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {

@@ -6,7 +6,7 @@
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::{CatalogSnapshot, Compilation, CompileCache};
 use phlo_transform_core::Diagnostic;
-use phlo_transform_project::Workspace;
+use phlo_transform_project::{Overlay, Workspace};
 use std::path::Path;
 
 /// Loads the workspace at `root` and compiles it for the target `adapter` names (`None`: the
@@ -20,7 +20,20 @@ pub fn compile_for_target(
     adapter: Option<&str>,
     read: SchemaRead,
 ) -> Result<Compilation, Diagnostic> {
-    let mut ws = Workspace::load(root)?;
+    let cache = CompileCache::for_workspace(root);
+    compile_for_target_with(root, adapter, read, &Overlay::default(), &cache)
+}
+
+/// [`compile_for_target`] with the model files of `overlay` read from it (an editor's
+/// buffers) and `cache` as the compile cache (an in-memory one in a long-lived process).
+pub fn compile_for_target_with(
+    root: &Path,
+    adapter: Option<&str>,
+    read: SchemaRead,
+    overlay: &Overlay,
+    cache: &CompileCache,
+) -> Result<Compilation, Diagnostic> {
+    let mut ws = Workspace::load_with(root, overlay)?;
     let target = ws.adapter_target(adapter)?;
     let catalog = phlo_transform_adapter::driver(target.kind());
     if let Some(dialect) = catalog.dialect() {
@@ -29,13 +42,12 @@ pub fn compile_for_target(
     catalog.add_named_sources(&mut ws, &target, root)?;
     let (snapshot, mut diags) = CatalogSnapshot::load(&ws);
     diags.extend(catalog.reserved_names(&ws, &target));
-    let cache = CompileCache::for_workspace(&ws.root);
     // The relations nothing resolves come from the compile's own parse of the models.
     Ok(Compilation::compile_with(
         ws,
         snapshot,
         diags,
-        &cache,
+        cache,
         &mut |ws, missing| catalog.sources_for_missing(ws, &target, root, read, missing),
     ))
 }
