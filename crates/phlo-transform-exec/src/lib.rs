@@ -24,6 +24,7 @@ pub mod plan_command;
 pub mod planning;
 mod recorder;
 mod report;
+pub mod review;
 mod scheduler;
 mod source_failure;
 pub mod target;
