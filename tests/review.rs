@@ -284,3 +284,40 @@ fn review_against_an_unknown_ref_is_an_error() {
     assert_eq!(d["code"], "L015", "{r}");
     assert!(d["help"].as_str().is_some_and(|h| !h.is_empty()));
 }
+
+/// examples/ci/run.sh (docs/ci.md's pipeline run locally on a copy of examples/lab with two
+/// commits): every step passes and the review it would post says the change is safe to
+/// promote, with the new column, the data change and the comment-only model.
+#[test]
+fn the_ci_recipe_runs_end_to_end() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/run.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .env("PHLO_TRANSFORM", common::bin())
+        .env_remove("PHLO_STATE_URL")
+        .env_remove("KEEP")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for step in [
+        "check",
+        "plan --since main",
+        "run --since main",
+        "test",
+        "diff --from main --to ci-1 --full",
+        "review --base main",
+    ] {
+        assert!(stderr.contains(step), "{step}:\n{stderr}");
+    }
+    for line in [
+        "| 2 changed<br>7 downstream rebuilt<br>1 without semantic change | +1 column<br>",
+        "safe into `main`<br>7 of 7 gates passed",
+        "| `manufacturing.site_monthly_yield` | `site_code, month_start` (model) | 13 → 13 | 0 | 0 | 2 | `yield_ratio` 2 | passed |",
+        "| `shared.calendar` | no semantic change |",
+    ] {
+        assert!(stdout.contains(line), "{line}:\n{stdout}");
+    }
+}

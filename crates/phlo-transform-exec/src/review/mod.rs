@@ -148,13 +148,18 @@ fn model_reviews(c: &Compilation, plan: &Plan) -> Vec<ModelReview> {
             })
         })
         .collect();
-    let planned: Vec<&str> = plan.models.iter().map(|p| p.name.as_str()).collect();
+    // Changed files of models the change does not select or reach (a dependency the plan
+    // reads as it is counts too): their change has no meaning to build.
+    let reviewed: Vec<String> = out.iter().map(|m| m.name.clone()).collect();
     for path in git.map(|g| g.paths.as_slice()).unwrap_or_default() {
         let Some(m) = c.models.iter().find(|m| m.path == path.path) else {
             continue;
         };
         let name = m.name.as_str();
-        if causes.contains_key(name) || planned.contains(&name) || path.status != "modified" {
+        if causes.contains_key(name)
+            || reviewed.iter().any(|r| r == name)
+            || path.status != "modified"
+        {
             continue;
         }
         out.push(ModelReview {
