@@ -273,7 +273,8 @@ fn review_of_a_branch_with_a_breaking_a_data_and_a_comment_change() {
     );
 }
 
-/// A base Git cannot resolve is the lineage diff's coded error, with help.
+/// A base Git cannot resolve is the lineage diff's coded error, with help; an unknown
+/// candidate environment is Y007.
 #[test]
 fn review_against_an_unknown_ref_is_an_error() {
     let (_repo, ws) = reviewed_repository();
@@ -283,6 +284,10 @@ fn review_against_an_unknown_ref_is_an_error() {
     let d = &r["diagnostics"][0];
     assert_eq!(d["code"], "L015", "{r}");
     assert!(d["help"].as_str().is_some_and(|h| !h.is_empty()));
+    // A candidate environment that does not exist stops it too.
+    let out = run(&ws, &["--json", "--ref", "ci-0", "review"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.json()["diagnostics"][0]["code"], "Y007");
 }
 
 /// examples/ci/run.sh (docs/ci.md's pipeline run locally on a copy of examples/lab with two

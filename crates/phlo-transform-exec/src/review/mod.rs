@@ -69,23 +69,22 @@ pub async fn review(request: Request<'_>) -> Result<ReviewReport, Vec<Diagnostic
     };
     let plan = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec).await?;
     let models = model_reviews(c, &plan);
+    // The candidate is bound before anything reads it: an unknown one stops the review.
+    let candidate = request.target.reference.filter(|r| *r != MAIN);
+    let environment = match candidate {
+        None => MAIN_ENVIRONMENT.to_string(),
+        Some(_) => request
+            .target
+            .bind(c, store.clone())
+            .await
+            .map_err(|d| vec![d])?
+            .map(|b| b.environment)
+            .unwrap_or_else(|| MAIN_ENVIRONMENT.to_string()),
+    };
     let data = data::data_reviews(c, &request.target, &plan, request.diff_rows).await;
-    let (environment, promotion) = match request.target.reference.filter(|r| *r != MAIN) {
-        None => (MAIN_ENVIRONMENT.to_string(), None),
-        Some(candidate) => {
-            let bound = request
-                .target
-                .bind(c, store.clone())
-                .await
-                .map_err(|d| vec![d])?;
-            let environment = bound
-                .map(|b| b.environment)
-                .unwrap_or_else(|| MAIN_ENVIRONMENT.to_string());
-            (
-                environment,
-                Some(promotion(&request.target, candidate).await?),
-            )
-        }
+    let promotion = match candidate {
+        None => None,
+        Some(candidate) => Some(promotion(&request.target, candidate).await?),
     };
     let tests = tests_state::latest_results(c, store.as_ref(), &environment)
         .await
