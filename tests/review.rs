@@ -126,7 +126,8 @@ fn review_of_a_branch_with_a_breaking_a_data_and_a_comment_change() {
     assert_eq!(
         r["headline"],
         serde_json::json!({
-            "models_changed": 2, "downstream_rebuilt": 0, "no_semantic_change": 1, "blocked": 1,
+            "models_changed": 2, "downstream_rebuilt": 0, "no_semantic_change": 1,
+            "models_removed": 0, "blocked": 1,
             "columns_added": 0, "columns_removed": 1, "columns_changed": 0,
             "breaking_changes": 1, "review_changes": 0,
             "rows_added": 0, "rows_removed": 0, "records_modified": 2,
@@ -270,6 +271,36 @@ fn review_of_a_branch_with_a_breaking_a_data_and_a_comment_change() {
             .contains("| blocked into `main`<br>4 of 7 gates passed |"),
         "{}",
         md.stdout
+    );
+
+    // Work-tree edits are part of the change: a deleted model is reported removed.
+    std::fs::remove_file(ws.join("transforms/shop/statuses.sql")).unwrap();
+    let r = run(&ws, &["review", "--format", "json"]).json();
+    assert_eq!(r["headline"]["models_removed"], 1);
+    let removed: Vec<&Value> = r["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["change"] == "removed")
+        .collect();
+    assert_eq!(removed.len(), 1, "{r}");
+    assert_eq!(removed[0]["name"], "shop.statuses");
+    assert_eq!(removed[0]["path"], "transforms/shop/statuses.sql");
+
+    // A workspace that refuses BREAKING changes: still reviewed, and refused as by
+    // `--fail-on breaking` (where `plan` would stop with L011 and no report).
+    common::write_file(
+        &ws,
+        "phlo.toml",
+        "[transform]\ndefault_materialization = \"table\"\n\n[schema]\nbreaking_changes = \"error\"\n",
+    );
+    let out = run(&ws, &["--json", "review"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let r = out.json();
+    assert_eq!(r["headline"]["breaking_changes"], 1);
+    assert!(
+        names(&r["diagnostics"], "code").contains(&"L018".to_string()),
+        "{r}"
     );
 }
 

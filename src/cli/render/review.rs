@@ -6,6 +6,8 @@ use super::Report;
 use phlo_transform_exec::review::{
     DataReview, Headline, ModelChange, ModelReview, PromotionReview, ReviewReport, TestReview,
 };
+use phlo_transform_plan::schema_change::Severity;
+use serde::Serialize;
 use std::fmt::Write;
 
 impl Report for ReviewReport {
@@ -41,7 +43,7 @@ impl Report for ReviewReport {
             .flat_map(|s| {
                 s.changes
                     .iter()
-                    .filter(|ch| ch.severity.label() == "BREAKING")
+                    .filter(|ch| ch.severity == Severity::Breaking)
                     .map(move |ch| {
                         let readers: Vec<&str> =
                             s.downstream.iter().map(|a| a.model.as_str()).collect();
@@ -99,6 +101,14 @@ impl Report for ReviewReport {
     }
 }
 
+/// A unit variant's JSON name (`semantic`, `inferred`), the label the JSON report uses.
+fn label(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
@@ -141,6 +151,7 @@ fn headline(out: &mut String, h: &Headline, promotion: Option<&PromotionReview>)
         format!("{} without semantic change", h.no_semantic_change),
     ]
     .into_iter()
+    .chain((h.models_removed > 0).then(|| format!("{} removed", h.models_removed)))
     .chain((h.blocked > 0).then(|| format!("{} blocked", h.blocked)))
     .collect::<Vec<_>>();
     let schema = [
@@ -205,12 +216,10 @@ fn models(out: &mut String, models: &[ModelReview]) {
             ModelChange::Changed => "changed",
             ModelChange::Downstream => "downstream",
             ModelChange::NoSemanticChange => "no semantic change",
+            ModelChange::Removed => "removed",
         };
         let change = match (m.change, m.sql_change) {
-            (ModelChange::Changed, Some(sql)) => {
-                let label = serde_json::json!(sql);
-                format!("{change} (SQL: {})", label.as_str().unwrap_or_default())
-            }
+            (ModelChange::Changed, Some(sql)) => format!("{change} (SQL: {})", label(&sql)),
             _ => change.to_string(),
         };
         let decision = match (m.decision, m.materialization) {
@@ -261,11 +270,7 @@ fn data(out: &mut String, data: &[DataReview]) {
         let key = if s.key.is_empty() {
             "none".to_string()
         } else {
-            format!(
-                "`{}` ({})",
-                s.key.join(", "),
-                serde_json::json!(s.key_source).as_str().unwrap_or_default()
-            )
+            format!("`{}` ({})", s.key.join(", "), label(&s.key_source))
         };
         let records = |f: fn(&phlo_transform_diff::Records) -> u64| {
             s.records

@@ -25,11 +25,13 @@ use phlo_transform_adapter::Purpose;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::{Membership, Plan, SelectorSpec};
+use phlo_transform_project::config::BreakingChanges;
 use std::collections::BTreeMap;
 
 use crate::environments::promote::PromoteOptions;
 use crate::environments::{MAIN, MAIN_ENVIRONMENT};
-use crate::planning::make_plan_in;
+use crate::lineage_diff::LineageDiffReport;
+use crate::planning::make_plan_reporting_in;
 use crate::target::CommandTarget;
 
 /// The diff's default bound: base rows above which a table is sampled, not compared in full.
@@ -67,8 +69,9 @@ pub async fn review(request: Request<'_>) -> Result<ReviewReport, Vec<Diagnostic
         since: Some(request.base.to_string()),
         ..SelectorSpec::default()
     };
-    let plan = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec).await?;
-    let models = model_reviews(c, &plan);
+    let plan =
+        make_plan_reporting_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec).await?;
+    let models = model_reviews(c, &plan, &lineage);
     // The candidate is bound before anything reads it: an unknown one stops the review.
     let candidate = request.target.reference.filter(|r| *r != MAIN);
     let environment = match candidate {
@@ -108,12 +111,14 @@ pub async fn review(request: Request<'_>) -> Result<ReviewReport, Vec<Diagnostic
         tests,
         promotion,
         warnings,
+        breaking_refused: c.workspace.config.schema.breaking_changes == BreakingChanges::Error,
     })
 }
 
-/// The change's models: each planned model the change selected or reaches, and each model
-/// whose file changed without a semantic change (so it was not selected), by name.
-fn model_reviews(c: &Compilation, plan: &Plan) -> Vec<ModelReview> {
+/// The change's models: each planned model the change selected or reaches, each model whose
+/// file changed without a semantic change (so it was not selected), and each model the base
+/// had that the work tree does not (renamed ones too: the lineage delta pairs them).
+fn model_reviews(c: &Compilation, plan: &Plan, lineage: &LineageDiffReport) -> Vec<ModelReview> {
     let git = plan.selection.git.as_ref();
     let causes: BTreeMap<&str, &[String]> = git
         .map(|g| {
@@ -170,6 +175,27 @@ fn model_reviews(c: &Compilation, plan: &Plan) -> Vec<ModelReview> {
             sql_change: None,
             reasons: Vec::new(),
             causes: vec![format!("{} {}: {}", path.path, path.status, path.effect)],
+        });
+    }
+    let base = &lineage.base.requested_ref;
+    let removed = lineage.diff.models.removed.iter().map(|m| {
+        let cause = format!("not in the work tree; {base} had it");
+        (&m.name, &m.path, cause)
+    });
+    let renamed = lineage.diff.models.renamed.iter().map(|r| {
+        let cause = format!("renamed to {} (by lineage)", r.to);
+        (&r.from, &r.from_path, cause)
+    });
+    for (name, path, cause) in removed.chain(renamed) {
+        out.push(ModelReview {
+            name: name.clone(),
+            path: path.clone().unwrap_or_default(),
+            change: ModelChange::Removed,
+            decision: None,
+            materialization: None,
+            sql_change: None,
+            reasons: Vec::new(),
+            causes: vec![cause],
         });
     }
     out.sort_by(|a, b| (a.change, &a.name).cmp(&(b.change, &b.name)));

@@ -25,6 +25,8 @@ pub enum ModelChange {
     Downstream,
     /// Its file changed, but only in formatting or comments: nothing to build.
     NoSemanticChange,
+    /// Its file was deleted: main's relation stays until it is dropped by hand.
+    Removed,
 }
 
 /// One model of the change.
@@ -58,6 +60,7 @@ pub struct Headline {
     pub models_changed: usize,
     pub downstream_rebuilt: usize,
     pub no_semantic_change: usize,
+    pub models_removed: usize,
     pub blocked: usize,
     pub columns_added: usize,
     pub columns_removed: usize,
@@ -98,6 +101,10 @@ pub struct ReviewReport {
     /// Problems met on the way that did not stop the review (the engine's warnings).
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
+    /// `[schema] breaking_changes = "error"`: the workspace refuses BREAKING changes, so the
+    /// review fails on them as with `--fail-on breaking`.
+    #[serde(skip)]
+    pub breaking_refused: bool,
 }
 
 /// What `--fail-on` makes the review fail on.
@@ -137,6 +144,7 @@ impl Headline {
                 }
                 ModelChange::Downstream => {}
                 ModelChange::NoSemanticChange => h.no_semantic_change += 1,
+                ModelChange::Removed => h.models_removed += 1,
             }
             if m.decision == Some(Decision::Blocked) {
                 h.blocked += 1;
@@ -190,7 +198,11 @@ impl ReviewReport {
     /// met, naming what met it. Empty: the review passes.
     pub fn refusals(&self, fail_on: &[FailOn]) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        for &f in fail_on {
+        let mut conditions = fail_on.to_vec();
+        if self.breaking_refused && !conditions.contains(&FailOn::Breaking) {
+            conditions.insert(0, FailOn::Breaking);
+        }
+        for f in conditions {
             let found: Vec<String> = match f {
                 FailOn::Breaking => self
                     .schema_changes
