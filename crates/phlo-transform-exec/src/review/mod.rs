@@ -73,21 +73,25 @@ pub async fn review(request: Request<'_>) -> Result<ReviewReport, Vec<Diagnostic
         make_plan_reporting_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec).await?;
     let models = model_reviews(c, &plan, &lineage);
     // The candidate is bound before anything reads it: an unknown one stops the review.
+    // `--ref main` names no candidate: main is what the change is compared with.
     let candidate = request.target.reference.filter(|r| *r != MAIN);
+    let target = CommandTarget {
+        reference: candidate,
+        ..request.target
+    };
     let environment = match candidate {
         None => MAIN_ENVIRONMENT.to_string(),
-        Some(_) => request
-            .target
+        Some(_) => target
             .bind(c, store.clone())
             .await
             .map_err(|d| vec![d])?
             .map(|b| b.environment)
             .unwrap_or_else(|| MAIN_ENVIRONMENT.to_string()),
     };
-    let data = data::data_reviews(c, &request.target, &plan, request.diff_rows).await;
+    let data = data::data_reviews(c, &target, &plan, request.diff_rows).await;
     let promotion = match candidate {
         None => None,
-        Some(candidate) => Some(promotion(&request.target, candidate).await?),
+        Some(candidate) => Some(promotion(&target, candidate).await?),
     };
     let tests = tests_state::latest_results(c, store.as_ref(), &environment)
         .await
@@ -95,7 +99,7 @@ pub async fn review(request: Request<'_>) -> Result<ReviewReport, Vec<Diagnostic
     let headline = Headline::new(&models, &plan.schema_changes, &data, &tests);
     Ok(ReviewReport {
         planned_against: MAIN.to_string(),
-        candidate: request.target.reference.map(str::to_string),
+        candidate: candidate.map(str::to_string),
         compile_errors: c.diagnostics.error_count(),
         headline,
         models,
