@@ -10,6 +10,7 @@ mod explain_code;
 mod lineage;
 mod progress;
 mod render;
+mod review;
 mod selection;
 mod state;
 
@@ -191,6 +192,13 @@ pub enum Command {
         #[command(flatten)]
         args: diff::DiffCliArgs,
     },
+    /// One report of the change against a Git ref for a pull request: models and their plan
+    /// reasons, schema changes and the readers they break, the lineage delta, data diffs,
+    /// tests and, with --ref, the promotion gates (Markdown or JSON).
+    Review {
+        #[command(flatten)]
+        args: review::ReviewArgs,
+    },
     /// What a diagnostic code means and what to do about it (without a code: every code).
     ExplainCode {
         /// A code such as `T003` (case-insensitive).
@@ -265,6 +273,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 | Command::Test { .. }
                 | Command::Apply { .. }
                 | Command::Rollback { .. }
+                | Command::Review { .. }
         );
         if !takes_ref {
             return commands::fatal(
@@ -273,7 +282,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                     format!("--ref {reference}: this command does not take an environment"),
                 )
                 .with_help(
-                    "--ref applies to plan, run, test, apply, list, inspect, explain, lineage, diff and rollback",
+                    "--ref applies to plan, run, test, apply, list, inspect, explain, lineage, diff, rollback and review",
                 ),
                 json,
             );
@@ -355,6 +364,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         }
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Diff { args } => diff::diff(&paths, &args, json).await,
+        Command::Review { args } => review::review(&paths, &args, json).await,
         Command::ExplainCode { code } => explain_code::explain_code(code.as_deref(), json),
         Command::Ref { command } => environments::reference(&paths, command, json).await,
         Command::Promote {

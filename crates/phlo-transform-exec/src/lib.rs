@@ -22,6 +22,7 @@ pub mod lineage_diff;
 pub mod plan_command;
 pub mod planning;
 mod recorder;
+pub mod review;
 mod scheduler;
 mod source_failure;
 pub mod target;
