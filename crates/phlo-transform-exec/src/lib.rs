@@ -29,7 +29,7 @@ pub mod target;
 mod tests_run;
 
 pub use cancel::CancelHandle;
-pub use compile::{compile_for_target, compile_for_target_with};
+pub use compile::{compile_for_target, compile_for_target_with, SourceStates};
 pub use failure::RetryPolicy;
 pub use jobs::model_job;
 pub use lease::WriterLease;

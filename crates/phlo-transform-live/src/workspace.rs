@@ -4,6 +4,7 @@
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::{Compilation, CompileCache};
 use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::SourceStates;
 use phlo_transform_project::Overlay;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,7 @@ pub struct LiveWorkspace {
     root: PathBuf,
     adapter: Option<String>,
     cache: CompileCache,
+    sources: SourceStates,
     buffers: Mutex<Buffers>,
     current: RwLock<Arc<Published>>,
 }
@@ -70,7 +72,8 @@ impl LiveWorkspace {
     /// `[adapter]`), as `check` does. Fails only as `check` fails before it compiles.
     pub fn open(root: &Path, adapter: Option<&str>) -> Result<LiveWorkspace, Diagnostic> {
         let cache = CompileCache::in_memory();
-        let compilation = compile(root, adapter, &Overlay::default(), &cache)?;
+        let sources = SourceStates::default();
+        let compilation = compile(root, adapter, &Overlay::default(), &cache, &sources)?;
         let published = Published {
             generation: 0,
             diagnostics: compilation.diagnostics.iter().cloned().collect(),
@@ -82,6 +85,7 @@ impl LiveWorkspace {
             root: published.compilation.workspace.root.clone(),
             adapter: adapter.map(str::to_string),
             cache,
+            sources,
             buffers: Mutex::default(),
             current: RwLock::new(Arc::new(published)),
         })
@@ -128,9 +132,11 @@ impl LiveWorkspace {
         self.recompile(&mut buffers)
     }
 
-    /// Files changed on the disk (saved, created, deleted, renamed): compiles again.
+    /// Files changed on the disk (saved, created, deleted, renamed; a source's data too):
+    /// compiles again, the sources read again.
     pub fn reload(&self) -> Arc<Published> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        self.sources.forget();
         self.recompile(&mut buffers)
     }
 
@@ -138,7 +144,13 @@ impl LiveWorkspace {
         let previous = self.snapshot();
         let generation = previous.generation + 1;
         let adapter = self.adapter.as_deref();
-        let published = match compile(&self.root, adapter, &buffers.overlay, &self.cache) {
+        let published = match compile(
+            &self.root,
+            adapter,
+            &buffers.overlay,
+            &self.cache,
+            &self.sources,
+        ) {
             Err(fatal) => Published {
                 generation,
                 compilation: previous.compilation.clone(),
@@ -187,7 +199,7 @@ impl LiveWorkspace {
                 .insert(rel.clone(), buffers.last_parsed[rel].clone());
         }
         let adapter = self.adapter.as_deref();
-        let Ok(good) = compile(&self.root, adapter, &kept, &self.cache) else {
+        let Ok(good) = compile(&self.root, adapter, &kept, &self.cache, &self.sources) else {
             return Published {
                 generation,
                 diagnostics: c.diagnostics.iter().cloned().collect(),
@@ -220,8 +232,16 @@ fn compile(
     adapter: Option<&str>,
     overlay: &Overlay,
     cache: &CompileCache,
+    sources: &SourceStates,
 ) -> Result<Compilation, Diagnostic> {
-    phlo_transform_exec::compile_for_target_with(root, adapter, SchemaRead::Cached, overlay, cache)
+    phlo_transform_exec::compile_for_target_with(
+        root,
+        adapter,
+        SchemaRead::Cached,
+        overlay,
+        cache,
+        sources,
+    )
 }
 
 /// Whether model file `rel` failed to parse (an S-code on it).

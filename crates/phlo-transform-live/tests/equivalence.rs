@@ -5,6 +5,7 @@
 
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::{Compilation, CompileCache};
+use phlo_transform_exec::SourceStates;
 use phlo_transform_live::{BufferChange, LiveWorkspace};
 use phlo_transform_project::Overlay;
 use std::path::Path;
@@ -82,9 +83,16 @@ fn fingerprint(c: &Compilation) -> String {
 }
 
 fn cold(root: &Path, overlay: &Overlay) -> Compilation {
-    let cache = CompileCache::disabled();
-    phlo_transform_exec::compile_for_target_with(root, None, SchemaRead::Cached, overlay, &cache)
-        .expect("the workspace compiles")
+    let (cache, sources) = (CompileCache::disabled(), SourceStates::default());
+    phlo_transform_exec::compile_for_target_with(
+        root,
+        None,
+        SchemaRead::Cached,
+        overlay,
+        &cache,
+        &sources,
+    )
+    .expect("the workspace compiles")
 }
 
 #[test]
@@ -100,7 +108,7 @@ fn random_edit_sequences_give_what_a_cold_compile_gives() {
         for _ in 0..STEPS {
             let name = FILES[rng.usize(..FILES.len())];
             let rel = path(name);
-            match rng.usize(..10) {
+            match rng.usize(..11) {
                 // An edit in the editor (a new file, too: `e` starts absent).
                 0..=5 => {
                     let body = text(&mut rng);
@@ -120,6 +128,16 @@ fn random_edit_sequences_give_what_a_cold_compile_gives() {
                     let body = text(&mut rng);
                     steps.push(format!("write {rel}: {body}"));
                     std::fs::write(root.join(&rel), body).unwrap();
+                    live.reload();
+                }
+                9 => {
+                    // A source's data changes shape (its schema read again on reload).
+                    let csv = match rng.bool() {
+                        true => "id,customer_id,amount,status,discount\n1,10,12.5,paid,0.5\n",
+                        false => "id,customer_id,status\n1,10,paid\n",
+                    };
+                    steps.push(format!("source: {csv}"));
+                    std::fs::write(root.join("sources/raw/orders.csv"), csv).unwrap();
                     live.reload();
                 }
                 _ => {
