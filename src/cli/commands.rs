@@ -80,6 +80,18 @@ fn compile_failed(c: &Compilation, out: Output) -> u8 {
     EXIT_ERRORS
 }
 
+/// The language server, until the editor exits. What goes wrong before it can serve is on
+/// stderr (stdout is the protocol's).
+pub fn lsp(paths: &Paths) -> u8 {
+    match phlo_transform_lsp::serve_stdio(&paths.root, paths.adapter.as_deref()) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_ERRORS
+        }
+    }
+}
+
 pub async fn check(paths: &Paths, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,

@@ -178,17 +178,6 @@ impl<'a> CommandLine<'a> {
     }
 
     async fn run_with_consumers(&self, run: PendingRun<'_>) -> Result<RunReport, StateError> {
-        // OpenLineage only for the commands that build; `test` builds nothing.
-        let lineage = match run.builds {
-            true => {
-                phlo_transform_openlineage::RunLineage::start(self.c, &self.paths.warehouse, &run)
-                    .await
-            }
-            false => None,
-        };
-        let lineage_sink = lineage.as_ref().map(|l| {
-            phlo_transform_openlineage::RunEmitter::new(self.c, &l.config, &l.emitter, run.command)
-        });
         let progress = (!self.json() && !self.events && run.builds)
             .then(|| Progress::new(phlo_transform_exec::models_ending(run.plan)));
         let mut events: Vec<&dyn EventSink> = Vec::new();
@@ -198,16 +187,9 @@ impl<'a> CommandLine<'a> {
         if self.events {
             events.push(&JsonLines);
         }
-        if let Some(l) = &lineage_sink {
-            events.push(l);
-        }
         let on_interrupt = tokio::spawn(interrupt(run.cancel.clone(), "run"));
         let executed = run.with(events).await;
         on_interrupt.abort();
-        drop(lineage_sink);
-        if let Some(l) = lineage {
-            l.emitter.finish().await;
-        }
         executed
     }
 }
@@ -215,15 +197,6 @@ impl<'a> CommandLine<'a> {
 impl FrontEnd for CommandLine<'_> {
     fn warnings(&self, diagnostics: Vec<Diagnostic>) {
         self.out.borrow_mut().diagnostics(diagnostics);
-    }
-
-    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic> {
-        phlo_transform_openlineage::write_compile_artifacts(
-            &ArtifactDir::new(&self.paths.artifacts),
-            self.c,
-            &self.paths.warehouse,
-            lineage,
-        )
     }
 }
 

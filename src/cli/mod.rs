@@ -10,6 +10,7 @@ mod explain_code;
 mod lineage;
 mod progress;
 mod render;
+mod review;
 mod selection;
 mod state;
 
@@ -80,6 +81,10 @@ pub enum Command {
     },
     /// Compile and validate the whole workspace; report every problem.
     Check,
+    /// Serve editors over the Language Server Protocol on stdin/stdout: diagnostics as you
+    /// type, hover with types and column lineage, go to definition, references, completion,
+    /// rename of a model, quick fixes (docs/editors.md).
+    Lsp,
     /// Format model and test files in place (directives and comments kept; a file is only
     /// rewritten when it stays the same query). `--check` writes nothing and exits 1 when a
     /// file would change.
@@ -192,6 +197,13 @@ pub enum Command {
         #[command(flatten)]
         args: diff::DiffCliArgs,
     },
+    /// One report of the change against a Git ref for a pull request: models and their plan
+    /// reasons, schema changes and the readers they break, the lineage delta, data diffs,
+    /// tests and, with --ref, the promotion gates (Markdown or JSON).
+    Review {
+        #[command(flatten)]
+        args: review::ReviewArgs,
+    },
     /// What a diagnostic code means and what to do about it (without a code: every code).
     ExplainCode {
         /// A code such as `T003` (case-insensitive).
@@ -281,6 +293,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 | Command::Test { .. }
                 | Command::Apply { .. }
                 | Command::Rollback { .. }
+                | Command::Review { .. }
         );
         if !takes_ref {
             return commands::fatal(
@@ -289,7 +302,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                     format!("--ref {reference}: this command does not take an environment"),
                 )
                 .with_help(
-                    "--ref applies to plan, run, test, apply, list, inspect, explain, lineage, diff and rollback",
+                    "--ref applies to plan, run, test, apply, list, inspect, explain, lineage, diff, rollback and review",
                 ),
                 json,
             );
@@ -318,6 +331,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             commands::import_dbt(&project, &out, json)
         }
         Command::Check => commands::check(&paths, json).await,
+        Command::Lsp => commands::lsp(&paths),
         Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
@@ -380,6 +394,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         }
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Diff { args } => diff::diff(&paths, &args, json).await,
+        Command::Review { args } => review::review(&paths, &args, json).await,
         Command::ExplainCode { code } => explain_code::explain_code(code.as_deref(), json),
         Command::Ref { command } => environments::reference(&paths, command, json).await,
         Command::Promote {

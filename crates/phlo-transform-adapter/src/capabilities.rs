@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::branching::BranchCatalog;
 use crate::external::SchemaRead;
 use crate::{Adapter, AdapterError};
 
@@ -35,6 +36,23 @@ pub trait Driver: WarehouseCatalog + DiffCapabilities + Send + Sync {
 
     /// Where commands bound to a reference (`--ref`, promote, rollback) keep environments.
     fn environments(&self) -> EnvironmentSupport;
+
+    /// The branches of `target`'s catalog, for an engine whose environments are
+    /// [`EnvironmentSupport::Branches`]; Y015 elsewhere.
+    fn branches(
+        &self,
+        target: &AdapterTarget,
+        _root: &Path,
+    ) -> Result<Arc<dyn BranchCatalog>, AdapterError> {
+        Err(AdapterError::new(
+            phlo_transform_core::diagnostic::codes::ENVIRONMENTS_UNSUPPORTED,
+            format!(
+                "adapter `{}` ({}) keeps no branches",
+                target.name,
+                self.kind().as_str()
+            ),
+        ))
+    }
 
     /// Opens `target` for workspace `c` rooted at `root`. Problems that leave the engine
     /// usable (a source it could not register) come back beside it; a warehouse that cannot

@@ -27,6 +27,7 @@
 //!   failed, A002 write failed, A003 relation unavailable, A008 warehouse unreachable, A011
 //!   query cancelled.
 
+pub mod branching;
 mod capabilities;
 pub mod cause;
 mod computed_view;

@@ -49,6 +49,15 @@ pub struct CompileCache {
     /// The cache directory and, in it, this build's own directory: entries of other builds
     /// can never be read by this one, so [`CompileCache::prune`] removes them.
     dirs: Option<(PathBuf, PathBuf)>,
+    /// A cache held in memory instead ([`CompileCache::in_memory`]).
+    memory: Option<Arc<Memory>>,
+}
+
+/// The entries of an in-memory cache, per stage: key → body. After each compile a stage holds
+/// the entries that compile used or computed, so it never outgrows the workspace.
+#[derive(Debug, Default)]
+struct Memory {
+    stages: Mutex<HashMap<&'static str, HashMap<String, Arc<str>>>>,
 }
 
 /// A stage's entry name: the sha256 of its inputs.
@@ -81,7 +90,20 @@ impl KeyBuilder {
 impl CompileCache {
     /// No cache: every stage computes.
     pub fn disabled() -> Self {
-        CompileCache { dirs: None }
+        CompileCache {
+            dirs: None,
+            memory: None,
+        }
+    }
+
+    /// A cache that lives as long as this value and its clones, for a process that compiles
+    /// the same workspace again and again (an editor's language server): nothing is read
+    /// from or written to the disk.
+    pub fn in_memory() -> Self {
+        CompileCache {
+            dirs: None,
+            memory: Some(Arc::default()),
+        }
     }
 
     /// A cache in `dir` (created on first write).
@@ -90,6 +112,7 @@ impl CompileCache {
         let own = root.join(&phlo_transform_core::hash::sha256_hex(build_id())[..16]);
         CompileCache {
             dirs: Some((root, own)),
+            memory: None,
         }
     }
 
@@ -103,13 +126,14 @@ impl CompileCache {
     }
 
     pub fn is_enabled(&self) -> bool {
-        self.dirs.is_some()
+        self.dirs.is_some() || self.memory.is_some()
     }
 
     /// One compile's reads and writes of the cache.
     pub(crate) fn session(&self) -> CacheSession {
         CacheSession {
             dir: self.dirs.as_ref().map(|(_, own)| own.clone()),
+            memory: self.memory.clone(),
             stages: Mutex::new(HashMap::new()),
             new: Mutex::new(HashMap::new()),
             used: Mutex::new(Vec::new()),
@@ -216,8 +240,10 @@ fn record(out: &mut Vec<u8>, key: &str, body: &[u8]) {
 /// One compile's use of the cache: the packs it read (per stage, on first use), the entries
 /// it computed and the ones it used, until [`CacheSession::flush`] writes them.
 pub(crate) struct CacheSession {
-    /// This build's directory (`None`: no cache).
+    /// This build's directory (`None`: no cache on disk).
     dir: Option<PathBuf>,
+    /// The in-memory cache, when the cache is one.
+    memory: Option<Arc<Memory>>,
     stages: Mutex<HashMap<&'static str, Arc<Packs>>>,
     /// New entries per stage: key → body.
     new: Mutex<HashMap<&'static str, HashMap<String, String>>>,
@@ -227,7 +253,14 @@ pub(crate) struct CacheSession {
 
 impl CacheSession {
     pub(crate) fn is_enabled(&self) -> bool {
-        self.dir.is_some()
+        self.dir.is_some() || self.memory.is_some()
+    }
+
+    /// The body stored under `key` in the in-memory cache.
+    fn remembered(&self, stage: &'static str, key: &Key) -> Option<Arc<str>> {
+        let memory = self.memory.as_ref()?;
+        let stages = memory.stages.lock().unwrap_or_else(|e| e.into_inner());
+        stages.get(stage)?.get(&key.0).cloned()
     }
 
     fn packs(&self, stage: &'static str) -> Option<Arc<Packs>> {
@@ -244,8 +277,10 @@ impl CacheSession {
     /// The value stored under `key`, or `None` (absent, damaged, or not what this build
     /// wrote).
     pub(crate) fn get<T: DeserializeOwned>(&self, stage: &'static str, key: &Key) -> Option<T> {
-        let packs = self.packs(stage)?;
-        let value = serde_json::from_slice(packs.body(&key.0)?).ok()?;
+        let value = match self.memory.is_some() {
+            true => serde_json::from_str(&self.remembered(stage, key)?).ok()?,
+            false => serde_json::from_slice(self.packs(stage)?.body(&key.0)?).ok()?,
+        };
         self.used
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -255,7 +290,7 @@ impl CacheSession {
 
     /// Stores `value` under `key` when the compile ends.
     pub(crate) fn put<T: Serialize>(&self, stage: &'static str, key: &Key, value: &T) {
-        if self.dir.is_none() {
+        if !self.is_enabled() {
             return;
         }
         let Ok(body) = serde_json::to_string(value) else {
@@ -277,6 +312,9 @@ impl CacheSession {
     /// Writes the compile's new entries, one pack per stage, and compacts a stage that holds
     /// more than [`MAX_PACKS`] packs. A failure to write only costs the next compile the work.
     pub(crate) fn flush(self) {
+        if let Some(memory) = self.memory.clone() {
+            return self.keep_in(&memory);
+        }
         let Some(dir) = &self.dir else {
             return;
         };
@@ -313,6 +351,27 @@ impl CacheSession {
                 }
             }
         }
+    }
+}
+
+impl CacheSession {
+    /// An in-memory cache's flush: each stage the compile asked keeps what it used and what
+    /// it computed, nothing else.
+    fn keep_in(self, memory: &Memory) {
+        let new = self.new.into_inner().unwrap_or_else(|e| e.into_inner());
+        let used = self.used.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut stages = memory.stages.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept: HashMap<&'static str, HashMap<String, Arc<str>>> = HashMap::new();
+        for (stage, key) in used {
+            if let Some(body) = stages.get(stage).and_then(|s| s.get(&key)) {
+                kept.entry(stage).or_default().insert(key, body.clone());
+            }
+        }
+        for (stage, entries) in new {
+            let stage = kept.entry(stage).or_default();
+            stage.extend(entries.into_iter().map(|(k, body)| (k, Arc::from(body))));
+        }
+        *stages = kept;
     }
 }
 

@@ -7,9 +7,12 @@ use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
+use phlo_transform_openlineage::{RecordedModel, RunEmitter, RunLineage};
 use phlo_transform_plan::{Plan, SelectorSpec};
+use phlo_transform_project::Materialization;
 use phlo_transform_state::{MaterializedVersion, StateError, StateStore};
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -128,9 +131,6 @@ pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 pub trait FrontEnd {
     /// Problems that leave the engine usable (a relation it cannot read), as found.
     fn warnings(&self, diagnostics: Vec<Diagnostic>);
-    /// Writes the compilation's artifacts (manifest, graph, and the lineage documents as
-    /// `lineage` says); OpenLineage's documents are written by a crate above this one.
-    fn write_compile_artifacts(&self, lineage: LineageArtifacts) -> Result<(), Diagnostic>;
 }
 
 /// The compilation's artifacts being written while the run executes
@@ -151,9 +151,12 @@ impl PendingArtifacts {
 
 /// What a front end sees of the steps of a plan's execution, and what it adds around it.
 pub trait PlanFrontEnd: FrontEnd {
-    /// Starts writing the compilation's artifacts as [`FrontEnd::write_compile_artifacts`]
-    /// does, alongside the run: they depend on the compilation only, and at 1,000 models the
-    /// lineage documents alone (30 MB of JSON) took about half a second after the run.
+    /// Starts writing the compilation's artifacts (manifest, graph, and the lineage documents
+    /// as `lineage` says: `phlo_transform_openlineage::write_compile_artifacts`) alongside the
+    /// run: they depend on the compilation only, and at 1,000 models the lineage documents
+    /// alone (30 MB of JSON) took about half a second after the run. A hook of the front end
+    /// because the writing thread needs a compilation that outlives it, which only the front
+    /// end can promise (the command line's lives as long as the process).
     fn start_compile_artifacts(&self, lineage: LineageArtifacts) -> PendingArtifacts;
     /// Runs a writer that is gone left `running`, marked interrupted once the lease is held.
     fn interrupted(&self, _runs: &[String]) {}
@@ -177,6 +180,8 @@ pub struct PendingRun<'a> {
     pub cancel: CancelHandle,
     /// The state the run is recorded in.
     pub store: Arc<dyn StateStore>,
+    /// The embedded engine's warehouse root (OpenLineage names datasets under it).
+    warehouse: &'a Path,
     engine: Arc<dyn phlo_transform_adapter::Adapter>,
     jobs: usize,
     options: &'a ExecutionOptions,
@@ -186,16 +191,30 @@ impl PendingRun<'_> {
     /// The models the main environment has recorded, compared with the workspace by `@id` to
     /// announce renames (OpenLineage). Without a readable state there is nothing to compare
     /// with: no renames, and no error, since the run itself reports an unusable state.
-    pub async fn recorded_in_main(&self) -> Vec<MaterializedVersion> {
-        self.store
-            .materializations(MAIN_ENVIRONMENT)
-            .await
-            .map(|all| all.into_values().collect())
+    async fn recorded_in_main(&self) -> Vec<RecordedModel> {
+        let recorded = self.store.materializations(MAIN_ENVIRONMENT).await;
+        recorded
+            .map(|all| all.into_values().map(recorded_model).collect())
             .unwrap_or_default()
     }
 
-    /// Executes the run, every event handed to `events`.
+    /// Executes the run, every event handed to `events` and, for a command that builds, to
+    /// OpenLineage when a transport is configured (its queues drained before this returns).
     pub async fn with(self, events: Vec<&dyn EventSink>) -> Result<RunReport, StateError> {
+        let lineage = match self.builds {
+            true => RunLineage::start(self.compilation, self.warehouse),
+            false => None,
+        };
+        if let Some(l) = &lineage {
+            l.announce_renames(self.compilation, &self.recorded_in_main().await);
+        }
+        let lineage_sink = lineage
+            .as_ref()
+            .map(|l| RunEmitter::new(self.compilation, &l.config, &l.emitter, self.command));
+        let mut events: Vec<&dyn EventSink> = events;
+        if let Some(sink) = &lineage_sink {
+            events.push(sink);
+        }
         let options = RunOptions {
             jobs: self.jobs,
             command: self.command.to_string(),
@@ -207,14 +226,29 @@ impl PendingRun<'_> {
             continuation: self.options.continuation.clone(),
             rerun_tests: self.options.rerun_tests,
         };
-        execute(
+        let executed = execute(
             self.compilation,
             self.plan,
             self.engine,
             self.store,
             &options,
         )
-        .await
+        .await;
+        drop(options);
+        drop(lineage_sink);
+        if let Some(l) = lineage {
+            l.emitter.finish().await;
+        }
+        executed
+    }
+}
+
+fn recorded_model(m: MaterializedVersion) -> RecordedModel {
+    RecordedModel {
+        materialization: Materialization::parse(&m.materialization)
+            .unwrap_or(Materialization::Table),
+        id: m.model_id,
+        name: m.model_name,
     }
 }
 
@@ -297,6 +331,7 @@ async fn execute_leased(
         cancel: CancelHandle::default(),
         engine,
         store: store.clone(),
+        warehouse: request.target.warehouse,
         jobs,
         options: &request.options,
     };

@@ -1,4 +1,4 @@
-//! Failure categories and the retry policy (SPEC §65): only adapter failures the adapter
+//! How failures are classified and retried (SPEC §65): only adapter failures the adapter
 //! marked retryable are retried, with bounded exponential backoff; SQL errors, engine
 //! failures, timeouts, test failures, blocked and cancelled work never are. The adapter
 //! decides the cause from the engine's error variants (`phlo_transform_adapter::cause`); the
@@ -6,119 +6,30 @@
 
 use phlo_transform_adapter::AdapterError;
 use phlo_transform_core::diagnostic::codes;
-use phlo_transform_core::Code;
-use serde::Serialize;
+use phlo_transform_events::{Category, ErrorInfo};
 use std::time::Duration;
-
-/// The stable machine-readable kind of a failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// The engine's storage failed (I/O, contention, an unreadable relation).
-    Adapter,
-    /// The model's SQL failed when it ran (a bad cast, a division by zero, rows breaking a
-    /// table constraint).
-    Sql,
-    /// The engine itself failed (resources exhausted, an internal error).
-    Engine,
-    /// A data test found violations or could not run.
-    Test,
-    /// An attempt ran longer than `--model-timeout`.
-    Timeout,
-    /// Stopped by `--fail-fast` or an interrupt before it finished.
-    Cancelled,
-    /// An upstream model did not materialise.
-    Dependency,
-    /// The state store could not record progress.
-    State,
-    /// A bug: a panicking task, an unbuildable query.
-    Internal,
-}
-
-impl Category {
-    /// The word it serialises to, as the state store records it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Adapter => "adapter",
-            Category::Sql => "sql",
-            Category::Engine => "engine",
-            Category::Test => "test",
-            Category::Timeout => "timeout",
-            Category::Cancelled => "cancelled",
-            Category::Dependency => "dependency",
-            Category::State => "state",
-            Category::Internal => "internal",
-        }
-    }
-}
 
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// A structured failure (SPEC §65): what kind, the engine's code, which attempt, when, and
-/// whether a retry may cure it.
-#[derive(Clone, Debug, Serialize)]
-pub struct ErrorInfo {
-    pub code: String,
-    pub category: Category,
-    pub message: String,
-    /// The attempt that failed (1-based); 0 for work that never started (blocked, cancelled).
-    pub attempt: u32,
-    pub at: String,
-    pub retryable: bool,
-    /// The model's file, for failures of a model's own query; the source's file for a source
-    /// that could not be read (R003).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// What to do about it, where the failure says more than its code's help.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-}
-
-impl ErrorInfo {
-    pub(crate) fn new(category: Category, code: Code, message: impl Into<String>) -> Self {
-        ErrorInfo {
-            code: code.0.into(),
-            category,
-            message: message.into(),
-            attempt: 0,
-            at: now(),
-            retryable: false,
-            file: None,
-            help: None,
+/// An adapter error of `attempt`: a query that failed to plan or run on its data is an
+/// SQL error, an engine fault the engine's, anything else the adapter's; retryable only
+/// when the adapter says so. The adapter's help line, when it has one, comes along.
+pub(crate) fn adapter_failure(e: AdapterError, attempt: u32) -> ErrorInfo {
+    let category = match e.code {
+        codes::QUERY_FAILED | codes::SQL_RUNTIME_ERROR | codes::CONSTRAINT_VIOLATED
+            if !e.retryable =>
+        {
+            Category::Sql
         }
-    }
-
-    /// Names the model file whose query failed.
-    pub(crate) fn in_file(mut self, file: Option<String>) -> Self {
-        self.file = file;
-        self
-    }
-
-    pub(crate) fn at_attempt(mut self, attempt: u32) -> Self {
-        self.attempt = attempt;
-        self
-    }
-
-    /// An adapter error of `attempt`: a query that failed to plan or run on its data is an
-    /// SQL error, an engine fault the engine's, anything else the adapter's; retryable only
-    /// when the adapter says so. The adapter's help line, when it has one, comes along.
-    pub(crate) fn from_adapter(e: AdapterError, attempt: u32) -> Self {
-        let category = match e.code {
-            codes::QUERY_FAILED | codes::SQL_RUNTIME_ERROR | codes::CONSTRAINT_VIOLATED
-                if !e.retryable =>
-            {
-                Category::Sql
-            }
-            codes::ENGINE_FAILED => Category::Engine,
-            _ => Category::Adapter,
-        };
-        ErrorInfo {
-            retryable: e.retryable,
-            help: e.help,
-            ..ErrorInfo::new(category, e.code, e.message).at_attempt(attempt)
-        }
+        codes::ENGINE_FAILED => Category::Engine,
+        _ => Category::Adapter,
+    };
+    ErrorInfo {
+        retryable: e.retryable,
+        help: e.help,
+        ..ErrorInfo::new(category, e.code, e.message).at_attempt(attempt)
     }
 }
 
@@ -161,7 +72,7 @@ mod tests {
     use super::*;
 
     fn adapter(retryable: bool, attempt: u32) -> ErrorInfo {
-        ErrorInfo::from_adapter(
+        adapter_failure(
             AdapterError {
                 retryable,
                 ..AdapterError::new(codes::WRITE_FAILED, "connection reset")
@@ -190,7 +101,7 @@ mod tests {
     fn only_retryable_adapter_failures_are_retried() {
         let policy = RetryPolicy::new(3);
         assert!(policy.retry_after(&adapter(false, 1)).is_none());
-        let sql = ErrorInfo::from_adapter(AdapterError::new(codes::QUERY_FAILED, "cast failed"), 1);
+        let sql = adapter_failure(AdapterError::new(codes::QUERY_FAILED, "cast failed"), 1);
         assert_eq!(sql.category, Category::Sql);
         assert!(policy.retry_after(&sql).is_none());
         let timeout = ErrorInfo::new(Category::Timeout, codes::MODEL_TIMEOUT, "slow");

@@ -12,7 +12,6 @@ pub mod continuation;
 pub mod dbt_artifacts;
 pub mod diff;
 pub mod environments;
-mod events;
 pub mod explain;
 mod failure;
 pub mod history;
@@ -24,19 +23,20 @@ pub mod lineage_diff;
 pub mod plan_command;
 pub mod planning;
 mod recorder;
-mod report;
+pub mod review;
 mod scheduler;
 mod source_failure;
 pub mod target;
 mod tests_run;
 
 pub use cancel::CancelHandle;
-pub use compile::compile_for_target;
-pub use events::{EventSink, RunEvent};
-pub use failure::{Category, RetryPolicy};
+pub use compile::{compile_for_target, compile_for_target_with, SourceStates};
+pub use failure::RetryPolicy;
 pub use jobs::model_job;
 pub use lease::WriterLease;
-pub use report::{ErrorInfo, ModelResult, RunReport, StatusCounts, TestResult};
+pub use phlo_transform_events::{
+    Category, ErrorInfo, EventSink, ModelResult, RunEvent, RunReport, StatusCounts, TestResult,
+};
 
 use failure::now;
 use phlo_transform_adapter::Adapter;
@@ -367,8 +367,8 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
                 Decision::Blocked => {
                     // Blocked by the plan: the report says why, as the plan did.
                     r.error = m.reasons.first().map(|reason| {
-                        report::ErrorInfo::new(
-                            failure::Category::Dependency,
+                        ErrorInfo::new(
+                            Category::Dependency,
                             phlo_transform_core::diagnostic::codes::BLOCKED_BY_PLAN,
                             reason.detail.clone(),
                         )

@@ -61,10 +61,14 @@ pub async fn plan<'c>(
     phlo_transform_plan::store_plan(store.as_ref(), &p)
         .await
         .map_err(|d| vec![d])?;
-    front
-        .write_compile_artifacts(LineageArtifacts::RefreshExisting)
-        .and_then(|_| request.artifacts.write("plan.json", &p))
-        .map_err(|d| vec![d])?;
+    phlo_transform_openlineage::write_compile_artifacts(
+        request.artifacts,
+        c,
+        target.warehouse,
+        LineageArtifacts::RefreshExisting,
+    )
+    .and_then(|_| request.artifacts.write("plan.json", &p))
+    .map_err(|d| vec![d])?;
     Ok(Planned::Plan(Box::new(p)))
 }
 

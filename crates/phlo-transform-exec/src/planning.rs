@@ -238,6 +238,21 @@ pub async fn make_plan_in(
     }
 }
 
+/// [`make_plan_in`] for a report of a change (`review`): BREAKING schema changes are
+/// reported, never refused (`phlo_transform_plan::plan_reporting`).
+pub async fn make_plan_reporting_in(
+    c: &Compilation,
+    binding: Option<&Binding>,
+    engine: &dyn Adapter,
+    store: &dyn StateStore,
+    spec: &SelectorSpec,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let view = state_view_in(c, binding, engine, store)
+        .await
+        .map_err(|d| vec![d])?;
+    select_and_plan(c, engine, &view, spec, phlo_transform_plan::plan_reporting)
+}
+
 /// [`state_view`] in `binding`'s environment when there is one, else in the adapter's one.
 pub async fn state_view_in(
     c: &Compilation,
@@ -337,15 +352,29 @@ pub async fn blocked_plan<'c>(
     }
 }
 
+/// How a selection is planned: `phlo_transform_plan::plan`, or `plan_reporting`.
+type Planner =
+    fn(&Compilation, &PlanInputs<'_>, &phlo_transform_plan::Selection) -> Result<Plan, Diagnostic>;
+
 fn plan_with(
     c: &Compilation,
     engine: &dyn Adapter,
     view: &StateView,
     spec: &SelectorSpec,
 ) -> Result<Plan, Vec<Diagnostic>> {
+    select_and_plan(c, engine, view, spec, phlo_transform_plan::plan)
+}
+
+fn select_and_plan(
+    c: &Compilation,
+    engine: &dyn Adapter,
+    view: &StateView,
+    spec: &SelectorSpec,
+    planner: Planner,
+) -> Result<Plan, Vec<Diagnostic>> {
     let relation_of = |i: usize| engine.model_relation(c.models[i].name.as_str()).to_string();
     let inputs = view.inputs(engine, &relation_of);
     let changed = || phlo_transform_plan::changed_models(c, &inputs);
     let selection = phlo_transform_plan::select(c, spec, &changed)?;
-    phlo_transform_plan::plan(c, &inputs, &selection).map_err(|d| vec![d])
+    planner(c, &inputs, &selection).map_err(|d| vec![d])
 }

@@ -2,9 +2,9 @@
 //! first so that anything an event consumer reads back from the state is already there, and a
 //! write failure ends the run before the transition is announced (SPEC §65a).
 
-use crate::events::{EventSink, RunEvent};
 use crate::failure::now;
-use crate::report::{ErrorInfo, ModelResult, TestResult};
+use phlo_transform_events::{ErrorInfo, ModelResult, TestResult};
+use phlo_transform_events::{EventSink, RunEvent};
 use phlo_transform_state::{AttemptRecord, NodeRecord, QueryRecord, StateError, StateStore};
 
 pub(crate) struct Recorder<'a> {

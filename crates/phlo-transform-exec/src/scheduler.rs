@@ -9,13 +9,14 @@
 //! `--fail-fast` or an interrupt, a model fails exactly when its own SQL fails and is blocked
 //! exactly when something upstream failed or was blocked.
 
-use crate::failure::{now, Category, RetryPolicy};
+use crate::failure::{now, RetryPolicy};
 use crate::recorder::{EndedAttempt, Recorder};
-use crate::report::{ErrorInfo, ModelResult};
 use crate::{CancelHandle, RunEvent};
 use phlo_transform_adapter::{Adapter, InFlight, MaterializeJob, MaterializeOutcome};
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_events::Category;
+use phlo_transform_events::{ErrorInfo, ModelResult};
 use phlo_transform_plan::Plan;
 use phlo_transform_state::StateError;
 use std::collections::HashMap;
@@ -298,7 +299,7 @@ impl<'a> Scheduler<'a> {
             .c
             .model_index(&self.plan.models[index].name)
             .map(|m| self.c.models[m].path.clone());
-        let failed = move |e, attempt| ErrorInfo::from_adapter(e, attempt).in_file(file);
+        let failed = move |e, attempt| crate::failure::adapter_failure(e, attempt).in_file(file);
         let inflight = InFlight::default();
         let queries = inflight.clone();
         let handle = self.running.spawn(async move {
@@ -380,14 +381,12 @@ impl<'a> Scheduler<'a> {
         };
         {
             let r = &mut self.results[i];
-            r.queries.extend(
-                queries
-                    .into_iter()
-                    .map(|query| crate::report::AttemptQuery {
-                        attempt: ended.attempt,
-                        query,
-                    }),
-            );
+            r.queries.extend(queries.into_iter().map(|query| {
+                phlo_transform_events::AttemptQuery {
+                    attempt: ended.attempt,
+                    query,
+                }
+            }));
             r.attempts = ended.attempt;
             r.finished_at = Some(ended.finished_at);
             r.duration_ms = Some(ended.duration_ms);

@@ -4,9 +4,9 @@
 //! reported as the R003 `check` would give for the source now, naming the source, its file
 //! and what to do.
 
-use crate::failure::Category;
-use crate::report::ErrorInfo;
 use phlo_transform_compiler::{Compilation, SourceDrift};
+use phlo_transform_events::Category;
+use phlo_transform_events::ErrorInfo;
 use phlo_transform_project::Materialization;
 use std::collections::BTreeSet;
 

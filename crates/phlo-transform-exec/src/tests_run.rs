@@ -3,9 +3,7 @@
 //! that were never started are cancelled. A test that passed at its current version (its SQL, the versions of
 //! the models it reads and the states of the sources it reads) is `cached`, not run again.
 
-use crate::failure::Category;
 use crate::recorder::Recorder;
-use crate::report::{ErrorInfo, TestResult};
 use crate::scheduler::NodeState;
 use crate::CancelHandle;
 use datafusion::sql::sqlparser::ast::Query;
@@ -14,6 +12,8 @@ use phlo_transform_compiler::resolve::Target;
 use phlo_transform_compiler::{Compilation, CompiledTest};
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Fingerprint;
+use phlo_transform_events::Category;
+use phlo_transform_events::{ErrorInfo, TestResult};
 use phlo_transform_plan::Plan;
 use phlo_transform_state::StateError;
 use std::collections::HashMap;

@@ -8,9 +8,7 @@ use crate::design::{job, model_io, RecordedModel};
 use crate::events::{self, envelope};
 use crate::transport::Emitter;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_exec::command::PendingRun;
-use phlo_transform_exec::{EventSink, ModelResult, RunEvent, RunReport};
-use phlo_transform_project::Materialization;
+use phlo_transform_events::{EventSink, ModelResult, RunEvent, RunReport};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -207,26 +205,19 @@ pub struct RunLineage {
 }
 
 impl RunLineage {
-    /// `None` when no transport is configured. A rename is a model whose `@id` the main
-    /// environment's records know under another name.
-    pub async fn start(c: &Compilation, warehouse: &Path, run: &PendingRun<'_>) -> Option<Self> {
+    /// `None` when no transport is configured.
+    pub fn start(c: &Compilation, warehouse: &Path) -> Option<Self> {
         let config = OpenLineageConfig::from_env(&c.workspace, warehouse);
         let emitter = Emitter::start(&config)?;
-        let recorded: Vec<RecordedModel> = run
-            .recorded_in_main()
-            .await
-            .into_iter()
-            .map(|m| RecordedModel {
-                materialization: Materialization::parse(&m.materialization)
-                    .unwrap_or(Materialization::Table),
-                id: m.model_id,
-                name: m.model_name,
-            })
-            .collect();
-        for event in crate::design::rename_events(c, &config, &recorded) {
-            emitter.emit(&event);
-        }
         Some(RunLineage { config, emitter })
+    }
+
+    /// Sends the renames first: a model whose `@id` the main environment's records
+    /// (`recorded`) know under another name.
+    pub fn announce_renames(&self, c: &Compilation, recorded: &[RecordedModel]) {
+        for event in crate::design::rename_events(c, &self.config, recorded) {
+            self.emitter.emit(&event);
+        }
     }
 }
 

@@ -183,8 +183,25 @@ pub fn changed_models(c: &Compilation, inputs: &PlanInputs<'_>) -> BTreeSet<usiz
 }
 
 /// Plans the models of `selection`. Rejected when an excluded dependency was never
-/// materialised (nothing could stand in for it).
+/// materialised (nothing could stand in for it), and under `[schema] breaking_changes =
+/// "error"` when it has a BREAKING schema change (L011).
 pub fn plan(
+    c: &Compilation,
+    inputs: &PlanInputs<'_>,
+    selection: &Selection,
+) -> Result<Plan, Diagnostic> {
+    let p = plan_reporting(c, inputs, selection)?;
+    if c.workspace.config.schema.breaking_changes == BreakingChanges::Error {
+        if let Some(d) = schema_change::breaking_error(&p.schema_changes) {
+            return Err(d);
+        }
+    }
+    Ok(p)
+}
+
+/// [`plan`] that reports BREAKING schema changes without refusing them whatever
+/// `[schema] breaking_changes` says: for a report of a change (`review`), never a run.
+pub fn plan_reporting(
     c: &Compilation,
     inputs: &PlanInputs<'_>,
     selection: &Selection,
@@ -315,11 +332,6 @@ pub fn plan(
         .into_iter()
         .filter(|s| building.contains(s.model.as_str()))
         .collect();
-    if policy.breaking_changes == BreakingChanges::Error {
-        if let Some(d) = schema_change::breaking_error(&schema_changes) {
-            return Err(d);
-        }
-    }
     Ok(Plan {
         format: PLAN_FORMAT,
         plan_id,

@@ -55,6 +55,13 @@ pub struct TestFile {
     pub text: String,
 }
 
+/// File contents that stand in for the disk's (workspace-relative path → text): what an
+/// editor holds and has not saved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overlay {
+    pub files: BTreeMap<String, String>,
+}
+
 #[derive(Debug)]
 pub struct Workspace {
     /// Absolute workspace directory.
@@ -82,6 +89,12 @@ impl Workspace {
     /// Loads the workspace at `dir`. Only a missing directory is fatal; every other problem is
     /// collected in `diagnostics` so that `check` can report all of them at once.
     pub fn load(dir: &Path) -> Result<Workspace, Diagnostic> {
+        Self::load_with(dir, &Overlay::default())
+    }
+
+    /// [`Workspace::load`] with the model files `overlay` holds read from it rather than from
+    /// the disk: an editor's unsaved buffers, including files not saved yet.
+    pub fn load_with(dir: &Path, overlay: &Overlay) -> Result<Workspace, Diagnostic> {
         if !dir.is_dir() {
             return Err(Diagnostic::error(
                 codes::WORKSPACE_NOT_FOUND,
@@ -109,7 +122,7 @@ impl Workspace {
             .chain(config.transform.discovery.include.iter().cloned())
             .collect();
         let roots = find_roots(&root, &patterns, &mut diagnostics);
-        let models = load_models(&root, &config, &roots, &excludes, &mut diagnostics);
+        let models = load_models(&root, &config, &roots, &excludes, overlay, &mut diagnostics);
 
         let (mut sources, source_diags) = sources::declared(&root, &config.source);
         diagnostics.extend(source_diags);
@@ -449,6 +462,7 @@ fn load_models(
     config: &WorkspaceConfig,
     roots: &[TransformRoot],
     excludes: &GlobSet,
+    overlay: &Overlay,
     diagnostics: &mut Diagnostics,
 ) -> Vec<ModelFile> {
     // Deepest root first, so a file belongs to the most specific root containing it.
@@ -491,6 +505,21 @@ fn load_models(
             }
         }
     }
+    // Buffers not saved yet belong to the deepest root that would own them on disk.
+    for rel in overlay.files.keys() {
+        if !rel.ends_with(".sql") || owner.contains_key(rel) || excludes.is_match(rel) {
+            continue;
+        }
+        let found = order.iter().copied().find(|&ri| {
+            let r = &roots[ri];
+            rel.strip_prefix(&r.path)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|inner| !r.namespace.is_empty() || !inner.contains('/'))
+        });
+        if let Some(ri) = found {
+            owner.insert(rel.clone(), ri);
+        }
+    }
     let workspace_origin = Origin {
         level: Level::Workspace,
         file: Some("phlo.toml".into()),
@@ -507,7 +536,11 @@ fn load_models(
     let mut reported_schemas: HashSet<(String, String)> = HashSet::new();
     for (rel, ri) in owner {
         let r = &roots[ri];
-        let text = match std::fs::read(root.join(&rel)).map(String::from_utf8) {
+        let read = match overlay.files.get(&rel) {
+            Some(text) => Ok(Ok(text.clone())),
+            None => std::fs::read(root.join(&rel)).map(String::from_utf8),
+        };
+        let text = match read {
             // A UTF-8 byte order mark (some Windows editors write one) is not SQL.
             Ok(Ok(t)) => match t.strip_prefix('\u{feff}') {
                 Some(rest) => rest.to_string(),

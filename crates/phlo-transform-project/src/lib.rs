@@ -19,7 +19,7 @@ pub use config::{DiffColumnSection, DiffSection, RootConfig, WorkspaceConfig};
 pub use directives::{
     strategy_label, AnalysisMode, Directives, IncrementalStrategy, Materialization,
 };
-pub use discovery::{ModelFile, TestFile, TransformRoot, Workspace};
+pub use discovery::{ModelFile, Overlay, TestFile, TransformRoot, Workspace};
 pub use effective::{EffectiveConfig, Origin, Sourced};
 pub use maintenance::MaintenanceSection;
 pub use sources::{RestTable, SourceDecl, SourceFormat, SourceOrigin};

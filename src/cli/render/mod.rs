@@ -14,6 +14,7 @@ mod inspect;
 mod lineage;
 mod lineage_diff;
 mod plan;
+mod review;
 mod run;
 mod state;
 

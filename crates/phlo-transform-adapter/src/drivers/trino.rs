@@ -9,6 +9,7 @@ use phlo_transform_project::{AdapterKind, AdapterTarget, Materialization, Worksp
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::branching::BranchCatalog;
 use crate::capabilities::{
     DiffCapabilities, Driver, EnvironmentSupport, ModelStorage, WarehouseCatalog,
 };
@@ -24,6 +25,16 @@ impl Driver for Trino {
 
     fn environments(&self) -> EnvironmentSupport {
         EnvironmentSupport::Branches
+    }
+
+    fn branches(
+        &self,
+        target: &AdapterTarget,
+        root: &Path,
+    ) -> Result<Arc<dyn BranchCatalog>, AdapterError> {
+        Ok(Arc::new(crate::trino::branches::Branches::new(
+            target, root,
+        )?))
     }
 
     /// View models live in the views catalog: the engine is told which models they are.

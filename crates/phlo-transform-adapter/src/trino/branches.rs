@@ -14,18 +14,18 @@
 //!   of promotions. Nessie 0.99's merge is not used for the publish because it checks its
 //!   expected hash only against conflicting keys (a merge over a moved target applies).
 
-use datafusion::catalog::TableProvider;
+use async_trait::async_trait;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_lakehouse::iceberg_state::local_path;
 use phlo_transform_lakehouse::nessie::{Content, Nessie, NessieError, NessieErrorKind, Reference};
 use phlo_transform_project::AdapterTarget;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{Trino, TrinoConfig};
 use super::TrinoSettings;
+use crate::branching::{BranchCatalog, BranchTable, MoveError, TableAt};
 use crate::local::IcebergOpenError;
 use crate::AdapterError;
 
@@ -43,35 +43,6 @@ pub struct Branches {
     /// `[adapter.nessie] warehouse`: the default warehouse directory of candidate catalogs.
     warehouse: Option<String>,
     target: AdapterTarget,
-}
-
-/// A model's Iceberg table on a branch at one commit, readable by DataFusion.
-pub struct BranchTable {
-    /// The Nessie key (`schema.table`).
-    pub key: String,
-    pub provider: Arc<dyn TableProvider>,
-    /// The snapshot read.
-    pub snapshot_id: i64,
-}
-
-/// What a branch has of a model's table at one commit.
-pub enum TableAt {
-    Found(BranchTable),
-    /// No table of the model there.
-    Missing,
-    /// The table, without snapshot `id`; its snapshots, newest first, as (id, commit time
-    /// in ms).
-    NoSnapshot {
-        id: i64,
-        snapshots: Vec<(i64, i64)>,
-    },
-}
-
-/// Why a publish or rollback did not move the branch.
-pub enum MoveError {
-    /// The branch was not at the expected head: nothing changed.
-    Moved(String),
-    Failed(AdapterError),
 }
 
 fn failed(what: &str, e: &NessieError) -> AdapterError {
@@ -127,109 +98,6 @@ impl Branches {
         })
     }
 
-    /// The Nessie branch of reference `name`.
-    pub fn branch_of(&self, name: &str) -> String {
-        if name == MAIN {
-            self.main_branch.clone()
-        } else {
-            name.to_string()
-        }
-    }
-
-    /// The Trino catalog reference `name` is read and written through: the target's own for
-    /// `main`, `phlo_<sanitised>_<8 hex>` for a candidate.
-    pub fn catalog_of(&self, name: &str) -> String {
-        if name == MAIN {
-            return self.settings.catalog.clone();
-        }
-        let sanitised: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let hash = &phlo_transform_core::hash::sha256_hex(name)[..8];
-        format!("phlo_{sanitised}_{hash}")
-    }
-
-    /// The target with reference `name`'s catalog and branch: what a command bound to it opens.
-    pub fn target_for(&self, name: &str) -> AdapterTarget {
-        let mut target = self.target.clone();
-        target.settings.catalog = Some(self.catalog_of(name));
-        if let Some(n) = &mut target.settings.nessie {
-            n.reference = Some(self.branch_of(name));
-        }
-        target
-    }
-
-    /// The Nessie key of model `model_name` (`schema.table`, as the adapter places it).
-    pub fn key_of(&self, model_name: &str) -> String {
-        crate::naming::model(
-            model_name,
-            self.settings.default_schema.as_deref(),
-            "default",
-        )
-        .to_string()
-    }
-
-    /// The head of reference `name`'s branch; `None` when there is no such branch.
-    pub async fn head(&self, name: &str) -> Result<Option<String>, AdapterError> {
-        let branch = self.branch_of(name);
-        match self.nessie.reference(&branch).await {
-            Ok(r) => Ok(Some(r.hash)),
-            Err(e) if e.kind == NessieErrorKind::NotFound => Ok(None),
-            Err(e) => Err(failed(&format!("reading branch `{branch}`"), &e)),
-        }
-    }
-
-    /// Creates candidate `name`'s branch at `from`'s head `hash`, then its catalog. A catalog
-    /// that cannot be created removes the branch again, so a failed provisioning leaves
-    /// nothing behind. A branch of that name already there is refused (its provenance is
-    /// unknown).
-    pub async fn create(&self, name: &str, from: &str, hash: &str) -> Result<(), AdapterError> {
-        let from = Reference {
-            kind: "BRANCH".into(),
-            name: self.branch_of(from),
-            hash: hash.to_string(),
-        };
-        let created = self.nessie.create_branch(name, &from).await.map_err(|e| {
-            if e.kind == NessieErrorKind::AlreadyExists {
-                AdapterError::new(
-                    codes::REF_EXISTS,
-                    format!(
-                        "Nessie already has a branch `{name}` that phlo-transform did not create"
-                    ),
-                )
-            } else {
-                failed(&format!("creating branch `{name}`"), &e)
-            }
-        })?;
-        let catalog = self.catalog_of(name);
-        let provisioned = async {
-            self.sql(&format!("DROP CATALOG IF EXISTS {catalog}"))
-                .await?;
-            self.create_catalog(name).await
-        }
-        .await;
-        if let Err(e) = provisioned {
-            let _ = self.nessie.delete_branch(&created).await;
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    /// Creates candidate `name`'s catalog when Trino does not have it (after a restart).
-    pub async fn ensure_catalog(&self, name: &str) -> Result<(), AdapterError> {
-        if name != MAIN {
-            self.create_catalog(name).await?;
-        }
-        Ok(())
-    }
-
     async fn create_catalog(&self, name: &str) -> Result<(), AdapterError> {
         let Some(warehouse) = &self.warehouse else {
             return Err(AdapterError::new(
@@ -268,8 +136,114 @@ impl Branches {
         .await
     }
 
-    /// Deletes candidate `name`'s branch (expected at `hash`) and its catalog.
-    pub async fn delete(&self, name: &str, hash: &str) -> Result<(), MoveError> {
+    async fn sql(&self, sql: &str) -> Result<(), AdapterError> {
+        self.trino.execute(sql).await.map(|_| ()).map_err(|e| {
+            AdapterError::new(
+                codes::BRANCH_UNAVAILABLE,
+                format!(
+                    "Trino refused `{}`: {e}",
+                    sql.split(" WITH ").next().unwrap_or(sql)
+                ),
+            )
+        })
+    }
+}
+
+#[async_trait]
+impl BranchCatalog for Branches {
+    fn branch_of(&self, name: &str) -> String {
+        if name == MAIN {
+            self.main_branch.clone()
+        } else {
+            name.to_string()
+        }
+    }
+
+    fn catalog_of(&self, name: &str) -> String {
+        if name == MAIN {
+            return self.settings.catalog.clone();
+        }
+        let sanitised: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let hash = &phlo_transform_core::hash::sha256_hex(name)[..8];
+        format!("phlo_{sanitised}_{hash}")
+    }
+
+    fn target_for(&self, name: &str) -> AdapterTarget {
+        let mut target = self.target.clone();
+        target.settings.catalog = Some(self.catalog_of(name));
+        if let Some(n) = &mut target.settings.nessie {
+            n.reference = Some(self.branch_of(name));
+        }
+        target
+    }
+
+    fn key_of(&self, model_name: &str) -> String {
+        crate::naming::model(
+            model_name,
+            self.settings.default_schema.as_deref(),
+            "default",
+        )
+        .to_string()
+    }
+
+    async fn head(&self, name: &str) -> Result<Option<String>, AdapterError> {
+        let branch = self.branch_of(name);
+        match self.nessie.reference(&branch).await {
+            Ok(r) => Ok(Some(r.hash)),
+            Err(e) if e.kind == NessieErrorKind::NotFound => Ok(None),
+            Err(e) => Err(failed(&format!("reading branch `{branch}`"), &e)),
+        }
+    }
+
+    async fn create(&self, name: &str, from: &str, hash: &str) -> Result<(), AdapterError> {
+        let from = Reference {
+            kind: "BRANCH".into(),
+            name: self.branch_of(from),
+            hash: hash.to_string(),
+        };
+        let created = self.nessie.create_branch(name, &from).await.map_err(|e| {
+            if e.kind == NessieErrorKind::AlreadyExists {
+                AdapterError::new(
+                    codes::REF_EXISTS,
+                    format!(
+                        "Nessie already has a branch `{name}` that phlo-transform did not create"
+                    ),
+                )
+            } else {
+                failed(&format!("creating branch `{name}`"), &e)
+            }
+        })?;
+        let catalog = self.catalog_of(name);
+        let provisioned = async {
+            self.sql(&format!("DROP CATALOG IF EXISTS {catalog}"))
+                .await?;
+            self.create_catalog(name).await
+        }
+        .await;
+        if let Err(e) = provisioned {
+            let _ = self.nessie.delete_branch(&created).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    async fn ensure_catalog(&self, name: &str) -> Result<(), AdapterError> {
+        if name != MAIN {
+            self.create_catalog(name).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, name: &str, hash: &str) -> Result<(), MoveError> {
         let branch = Reference {
             kind: "BRANCH".into(),
             name: self.branch_of(name),
@@ -293,9 +267,7 @@ impl Branches {
             .map_err(MoveError::Failed)
     }
 
-    /// Points reference `name`'s branch, expected at `expected`, at commit `hash` (a publish
-    /// or a rollback).
-    pub async fn reassign(&self, name: &str, expected: &str, hash: &str) -> Result<(), MoveError> {
+    async fn reassign(&self, name: &str, expected: &str, hash: &str) -> Result<(), MoveError> {
         let branch = Reference {
             kind: "BRANCH".into(),
             name: self.branch_of(name),
@@ -311,9 +283,7 @@ impl Branches {
         }
     }
 
-    /// The output identity (`iceberg:snapshot:<id>,schema:<id>`, as the adapter records it)
-    /// of each model's table on reference `name` at its head; `None` for a missing table.
-    pub async fn identities(
+    async fn identities(
         &self,
         name: &str,
         models: &[&str],
@@ -344,20 +314,7 @@ impl Branches {
         Ok(out)
     }
 
-    /// The keys (`schema.table`) whose content differs between commit `base` and reference
-    /// `name` at `hash`.
-    pub async fn changed_since(
-        &self,
-        name: &str,
-        base: &str,
-        hash: &str,
-    ) -> Result<BTreeSet<String>, AdapterError> {
-        self.changed_between((name, base), (name, hash)).await
-    }
-
-    /// The keys (`schema.table`) whose content differs between two references, each at a
-    /// commit (`(reference, hash)`): Nessie's diff of `<branch>@<hash>` with `<branch>@<hash>`.
-    pub async fn changed_between(
+    async fn changed_between(
         &self,
         from: (&str, &str),
         to: (&str, &str),
@@ -371,10 +328,9 @@ impl Branches {
         Ok(diff.into_iter().map(|d| d.key.join(".")).collect())
     }
 
-    /// Model `model_name`'s table on reference `name` at commit `hash`, read from its Iceberg
-    /// metadata (found through Nessie's contents API at that commit, under `local_root`): a
-    /// provider of `snapshot`, else of its current snapshot.
-    pub async fn table_at(
+    /// Read from the table's Iceberg metadata, found through Nessie's contents API at that
+    /// commit (under the target's `local_root`).
+    async fn table_at(
         &self,
         name: &str,
         hash: &str,
@@ -425,16 +381,8 @@ impl Branches {
         }
     }
 
-    async fn sql(&self, sql: &str) -> Result<(), AdapterError> {
-        self.trino.execute(sql).await.map(|_| ()).map_err(|e| {
-            AdapterError::new(
-                codes::BRANCH_UNAVAILABLE,
-                format!(
-                    "Trino refused `{}`: {e}",
-                    sql.split(" WITH ").next().unwrap_or(sql)
-                ),
-            )
-        })
+    fn describe(&self, name: &str) -> String {
+        format!("Nessie branch `{}`", self.branch_of(name))
     }
 }
 

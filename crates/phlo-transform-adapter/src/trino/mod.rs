@@ -1,7 +1,7 @@
 //! The Trino engine: a client for Trino's statement protocol, the adapter on it (Iceberg tables
 //! on Nessie, views in a views catalog), and warehouse sources typed from Trino's metadata.
 
-pub mod branches;
+pub(crate) mod branches;
 pub mod client;
 mod engine;
 mod identity;

@@ -462,6 +462,11 @@ codes! {
         help: "Check the repository (`git fsck`) and the temporary directory's space and permissions (TMPDIR).",
         explanation: "`lineage --diff` writes the workspace's files at the base commit to a temporary directory (removed afterwards) and compiles them there.",
     }
+    REVIEW_REFUSED = "L018" {
+        summary: "review found what --fail-on refuses: a BREAKING schema change, a diff policy violation or a failed test.",
+        help: "Read the review's sections for what met the condition; fix it, or drop that --fail-on to report it only.",
+        explanation: "`review --fail-on breaking|diff-policy|tests` exits 1 when the report holds a BREAKING schema change, a data diff that violates its `[model.\"x\".diff]` policy, or a test that did not pass at its current version; the report is still printed, with one L018 per condition met. `[schema] breaking_changes = \"error\"` counts as `--fail-on breaking`.",
+    }
     // ADAPTER
     QUERY_FAILED = "A001" {
         summary: "The warehouse rejected or failed a query.",

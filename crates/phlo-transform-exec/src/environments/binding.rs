@@ -38,7 +38,7 @@ pub struct Binding {
 /// What a command bound to a candidate branch on Trino + Nessie opens and proves
 /// (`environments::branches`).
 pub struct BranchBinding {
-    pub(crate) branches: Arc<phlo_transform_adapter::trino::branches::Branches>,
+    pub(crate) branches: Arc<dyn phlo_transform_adapter::branching::BranchCatalog>,
     /// The target with the candidate's catalog and branch.
     pub target: phlo_transform_project::AdapterTarget,
     /// The identity of each inherited model's table on the branch now, by model name.

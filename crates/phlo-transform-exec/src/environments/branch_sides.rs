@@ -13,8 +13,8 @@
 use datafusion::arrow::datatypes::Schema;
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::TableReference;
+use phlo_transform_adapter::branching::{BranchCatalog, TableAt};
 use phlo_transform_adapter::snapshot::DeltaAt;
-use phlo_transform_adapter::trino::branches::{Branches, TableAt};
 use phlo_transform_adapter::LocalEngine;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
@@ -39,7 +39,7 @@ pub(super) enum Side {
     Local(Box<LocalEngine>),
     /// A Nessie branch at one commit.
     Branch {
-        branches: Arc<Branches>,
+        branches: Arc<dyn BranchCatalog>,
         ctx: SessionContext,
         hash: String,
     },

@@ -8,12 +8,12 @@
 //!
 //! A candidate shares every table of its base natively (a Nessie branch), so a model whose
 //! version matches and whose table on the branch still has the recorded identity is reused;
-//! the rest is written on the branch through its catalog ([`Branches`]). Publishing is one
+//! the rest is written on the branch through its catalog ([`BranchCatalog`]). Publishing is one
 //! compare-and-swap in Nessie — the target branch reassigned to the audited candidate head,
 //! expected at the head the gates saw — then the main environment's records follow the
 //! candidate's, with a PromotionRecord. Rollback reassigns the branch back the same way.
 
-use phlo_transform_adapter::trino::branches::{Branches, MoveError};
+use phlo_transform_adapter::branching::{BranchCatalog, MoveError};
 use phlo_transform_adapter::AdapterError;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
@@ -76,7 +76,7 @@ fn pointer(key: String, identity: String, built_in: &str, record: MaterializedVe
 }
 
 impl Environments {
-    fn branches(&self) -> &Arc<Branches> {
+    fn branches(&self) -> &Arc<dyn BranchCatalog> {
         self.branches.as_ref().expect("a branch environment")
     }
 
@@ -350,7 +350,7 @@ impl Environments {
             Err((base, conflicts)) => return Ok(vec![base, conflicts]),
         };
         let b = self.branches();
-        let place = format!(" (Nessie branch `{}`)", b.branch_of(&target.name));
+        let place = format!(" ({})", b.describe(&target.name));
         let base = base_gate(candidate, target, from, &place);
         let ours = b
             .changed_since(&candidate.name, &from.hash, &candidate.hash)
@@ -555,12 +555,13 @@ pub fn for_target(
     let mut envs = Environments::new(store, warehouse);
     let support = phlo_transform_adapter::driver(target.kind()).environments();
     if support == phlo_transform_adapter::EnvironmentSupport::Branches {
-        let b = Branches::new(target, root).map_err(|e| {
+        let driver = phlo_transform_adapter::driver(target.kind());
+        let b = driver.branches(target, root).map_err(|e| {
             Diagnostic::error(e.code, e.message).with_help(
                 "add [adapter.nessie] (url, warehouse) to the Trino target, or use `--adapter local`",
             )
         })?;
-        envs.branches = Some(Arc::new(b));
+        envs.branches = Some(b);
     }
     Ok(envs)
 }

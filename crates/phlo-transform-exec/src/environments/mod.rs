@@ -47,7 +47,7 @@ pub struct Environments {
     pub(crate) store: Arc<dyn StateStore>,
     pub(crate) warehouse: PathBuf,
     /// On Trino + Nessie: the branches references are ([`branches`]).
-    pub(crate) branches: Option<Arc<phlo_transform_adapter::trino::branches::Branches>>,
+    pub(crate) branches: Option<Arc<dyn phlo_transform_adapter::branching::BranchCatalog>>,
     /// Where evidence is exported (`.phlo/transform/`); `None`: recorded in the state only.
     pub(crate) artifacts: Option<PathBuf>,
 }

@@ -1,6 +1,6 @@
 //! The run report: what `run --json` prints and `run.json` stores (SPEC §75).
 
-pub use crate::failure::ErrorInfo;
+use crate::ErrorInfo;
 use phlo_transform_plan::Plan;
 use serde::Serialize;
 
@@ -50,7 +50,7 @@ pub struct AttemptQuery {
 }
 
 impl ModelResult {
-    pub(crate) fn new(name: &str, version: Option<String>) -> Self {
+    pub fn new(name: &str, version: Option<String>) -> Self {
         ModelResult {
             name: name.to_string(),
             status: "pending".into(),
@@ -123,7 +123,7 @@ pub struct RunReport {
 
 impl RunReport {
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub fn new(
         run_id: String,
         plan: &Plan,
         status: &str,

@@ -2,7 +2,7 @@
 //! once; the live progress display, `--events` JSON Lines, OpenLineage and the run artifact
 //! are consumers of the same stream, so human and machine output cannot disagree.
 
-use crate::report::{ErrorInfo, ModelResult, RunReport, TestResult};
+use crate::{ErrorInfo, ModelResult, RunReport, TestResult};
 use serde::Serialize;
 
 /// One thing that happened in a run. Serialised with an `event` tag (`run_started`,

@@ -1,0 +1,252 @@
+//! [`LiveWorkspace`]: the compilation an editor's session works on, kept current with its
+//! buffers and the disk.
+
+use phlo_transform_adapter::SchemaRead;
+use phlo_transform_compiler::{Compilation, CompileCache};
+use phlo_transform_core::Diagnostic;
+use phlo_transform_exec::SourceStates;
+use phlo_transform_project::Overlay;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// One published state of the workspace: the compilation readers answer from and the
+/// diagnostics an editor shows.
+pub struct Published {
+    /// Increases with every publication.
+    pub generation: u64,
+    pub compilation: Arc<Compilation>,
+    /// The compilation's diagnostics, except that a buffer that does not parse shows its own
+    /// parse errors while `compilation` keeps its last text that parsed, so the models
+    /// downstream keep their types mid-edit.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Why the workspace could not be compiled at all this time (its configuration cannot be
+    /// read); `compilation` is then the last one that could.
+    pub fatal: Option<Diagnostic>,
+    /// The editor's buffers as they were compiled.
+    pub buffers: Overlay,
+}
+
+impl Published {
+    /// The text of file `rel` the editor sees: its buffer, else the compiled model's.
+    pub fn text(&self, rel: &str) -> Option<&str> {
+        if let Some(text) = self.buffers.files.get(rel) {
+            return Some(text);
+        }
+        let models = &self.compilation.workspace.models;
+        models
+            .iter()
+            .find(|m| m.path == rel)
+            .map(|m| m.text.as_str())
+    }
+}
+
+/// A change of the editor's buffers (paths workspace-relative).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BufferChange {
+    /// The editor's text of the file replaces the disk's.
+    Set { path: String, text: String },
+    /// The editor no longer holds the file: the disk's text counts again.
+    Close { path: String },
+}
+
+/// The buffers the editor holds, and for each the last text of it that parsed.
+#[derive(Default)]
+struct Buffers {
+    overlay: Overlay,
+    last_parsed: HashMap<String, String>,
+}
+
+/// A workspace compiled in memory and recompiled on every change of a buffer or the disk.
+pub struct LiveWorkspace {
+    root: PathBuf,
+    adapter: Option<String>,
+    cache: CompileCache,
+    sources: SourceStates,
+    buffers: Mutex<Buffers>,
+    current: RwLock<Arc<Published>>,
+}
+
+impl LiveWorkspace {
+    /// Compiles the workspace at `root` for `adapter`'s target (`None`: the workspace's
+    /// `[adapter]`), as `check` does. Fails only as `check` fails before it compiles.
+    pub fn open(root: &Path, adapter: Option<&str>) -> Result<LiveWorkspace, Diagnostic> {
+        let cache = CompileCache::in_memory();
+        let sources = SourceStates::default();
+        let compilation = compile(root, adapter, &Overlay::default(), &cache, &sources)?;
+        let published = Published {
+            generation: 0,
+            diagnostics: compilation.diagnostics.iter().cloned().collect(),
+            compilation: Arc::new(compilation),
+            fatal: None,
+            buffers: Overlay::default(),
+        };
+        Ok(LiveWorkspace {
+            root: published.compilation.workspace.root.clone(),
+            adapter: adapter.map(str::to_string),
+            cache,
+            sources,
+            buffers: Mutex::default(),
+            current: RwLock::new(Arc::new(published)),
+        })
+    }
+
+    /// The workspace's root (absolute).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The state readers answer from now.
+    pub fn snapshot(&self) -> Arc<Published> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The workspace-relative path of `path` (absolute), when it is inside the workspace.
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("/"))
+    }
+
+    /// Applies the editor's changes to its buffers, then publishes the workspace compiled
+    /// with them: one compile however many changes.
+    pub fn apply(&self, changes: Vec<BufferChange>) -> Arc<Published> {
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        for change in changes {
+            match change {
+                BufferChange::Set { path, text } => {
+                    buffers.overlay.files.insert(path, text);
+                }
+                BufferChange::Close { path } => {
+                    buffers.overlay.files.remove(&path);
+                    buffers.last_parsed.remove(&path);
+                }
+            }
+        }
+        self.recompile(&mut buffers)
+    }
+
+    /// Files changed on the disk (saved, created, deleted, renamed; a source's data too):
+    /// compiles again, the sources read again.
+    pub fn reload(&self) -> Arc<Published> {
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        self.sources.forget();
+        self.recompile(&mut buffers)
+    }
+
+    fn recompile(&self, buffers: &mut Buffers) -> Arc<Published> {
+        let previous = self.snapshot();
+        let generation = previous.generation + 1;
+        let adapter = self.adapter.as_deref();
+        let published = match compile(
+            &self.root,
+            adapter,
+            &buffers.overlay,
+            &self.cache,
+            &self.sources,
+        ) {
+            Err(fatal) => Published {
+                generation,
+                compilation: previous.compilation.clone(),
+                diagnostics: vec![fatal.clone()],
+                fatal: Some(fatal),
+                buffers: buffers.overlay.clone(),
+            },
+            Ok(c) => self.keeping_last_parsed(c, buffers, generation),
+        };
+        let published = Arc::new(published);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = published.clone();
+        published
+    }
+
+    /// `c` as published: when a buffer does not parse and an earlier text of it did, the
+    /// workspace is compiled with that text, and the buffer's own diagnostics are its parse
+    /// errors.
+    fn keeping_last_parsed(
+        &self,
+        c: Compilation,
+        buffers: &mut Buffers,
+        generation: u64,
+    ) -> Published {
+        let mut broken = Vec::new();
+        for (rel, text) in &buffers.overlay.files {
+            if does_not_parse(&c, rel) {
+                if buffers.last_parsed.contains_key(rel) {
+                    broken.push(rel.clone());
+                }
+            } else {
+                buffers.last_parsed.insert(rel.clone(), text.clone());
+            }
+        }
+        if broken.is_empty() {
+            return Published {
+                generation,
+                diagnostics: c.diagnostics.iter().cloned().collect(),
+                compilation: Arc::new(c),
+                fatal: None,
+                buffers: buffers.overlay.clone(),
+            };
+        }
+        let mut kept = buffers.overlay.clone();
+        for rel in &broken {
+            kept.files
+                .insert(rel.clone(), buffers.last_parsed[rel].clone());
+        }
+        let adapter = self.adapter.as_deref();
+        let Ok(good) = compile(&self.root, adapter, &kept, &self.cache, &self.sources) else {
+            return Published {
+                generation,
+                diagnostics: c.diagnostics.iter().cloned().collect(),
+                compilation: Arc::new(c),
+                fatal: None,
+                buffers: buffers.overlay.clone(),
+            };
+        };
+        let in_broken = |d: &Diagnostic| d.file.as_ref().is_some_and(|f| broken.contains(f));
+        let diagnostics = good
+            .diagnostics
+            .iter()
+            .filter(|d| !in_broken(d))
+            .chain(c.diagnostics.iter().filter(|d| in_broken(d)))
+            .cloned()
+            .collect();
+        Published {
+            generation,
+            compilation: Arc::new(good),
+            diagnostics,
+            fatal: None,
+            buffers: buffers.overlay.clone(),
+        }
+    }
+}
+
+/// The workspace at `root` compiled with `overlay`, as `check` compiles it.
+fn compile(
+    root: &Path,
+    adapter: Option<&str>,
+    overlay: &Overlay,
+    cache: &CompileCache,
+    sources: &SourceStates,
+) -> Result<Compilation, Diagnostic> {
+    phlo_transform_exec::compile_for_target_with(
+        root,
+        adapter,
+        SchemaRead::Cached,
+        overlay,
+        cache,
+        sources,
+    )
+}
+
+/// Whether model file `rel` failed to parse (an S-code on it).
+fn does_not_parse(c: &Compilation, rel: &str) -> bool {
+    c.diagnostics
+        .iter()
+        .any(|d| d.file.as_deref() == Some(rel) && d.code.0.starts_with('S'))
+}

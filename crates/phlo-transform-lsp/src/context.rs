@@ -1,0 +1,18 @@
+//! What every request is answered from: the live workspace and the negotiated position
+//! encoding.
+
+use phlo_transform_live::LiveWorkspace;
+
+use crate::convert::Encoding;
+
+pub(crate) struct Context {
+    pub(crate) live: LiveWorkspace,
+    pub(crate) encoding: Encoding,
+}
+
+impl Context {
+    /// The workspace-relative path of a file URI inside the workspace.
+    pub(crate) fn relative(&self, uri: &lsp_types::Url) -> Option<String> {
+        self.live.relative(&uri.to_file_path().ok()?)
+    }
+}

@@ -1,0 +1,3 @@
+select customer_id, sum(amount) as total
+from shop.orders
+group by customer_id

@@ -1,0 +1,4 @@
+-- Paid orders.
+select id, customer_id, amount
+from raw.orders
+where status = 'paid'

@@ -1,0 +1,206 @@
+//! `phlo-transform lsp` driven over JSON-RPC on stdio, as an editor drives it: the real
+//! binary, a copy of testdata/lsp, and the exact answers.
+
+mod common;
+
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+
+use lsp_client::Client;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn uri(root: &Path, rel: &str) -> String {
+    format!("file://{}/{rel}", root.display())
+}
+
+fn at(uri: &str, line: u32, character: u32) -> Value {
+    json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
+}
+
+#[test]
+fn an_editor_session_over_json_rpc() {
+    let dir = common::workspace("lsp");
+    let root = dir.path().canonicalize().unwrap();
+    let totals = uri(&root, "transforms/shop/customer_totals.sql");
+    let orders = uri(&root, "transforms/shop/orders.sql");
+    let mut client = Client::start(&common::bin(), &root);
+
+    let init = client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": format!("file://{}", root.display()),
+               "capabilities": {"general": {"positionEncodings": ["utf-16"]}}}),
+    );
+    let caps = &init["result"]["capabilities"];
+    assert_eq!(caps["positionEncoding"], "utf-16", "{init}");
+    assert_eq!(caps["textDocumentSync"]["change"], 1, "{init}");
+    for provider in [
+        "hoverProvider",
+        "definitionProvider",
+        "referencesProvider",
+        "renameProvider",
+    ] {
+        assert_eq!(caps[provider], true, "{provider}: {init}");
+    }
+    assert_eq!(
+        caps["completionProvider"]["triggerCharacters"],
+        json!(["."])
+    );
+    client.notify("initialized", json!({}));
+
+    // A typo is reported as typed (no save), with its code, range and help…
+    let broken =
+        "select customer_id, sum(amont) as total\nfrom shop.orders\ngroup by customer_id\n";
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": totals, "languageId": "sql", "version": 1, "text": broken}}),
+    );
+    let diagnostics = client.diagnostics_for(&totals);
+    assert_eq!(diagnostics.as_array().unwrap().len(), 1, "{diagnostics:#}");
+    let range = json!({"start": {"line": 0, "character": 24}, "end": {"line": 0, "character": 29}});
+    let here = json!({"uri": totals, "range": range});
+    assert_eq!(
+        diagnostics[0],
+        json!({
+            "range": range,
+            "severity": 1,
+            "code": "T001",
+            "source": "phlo-transform",
+            "message": "column 'amont' not found",
+            "relatedInformation": [
+                {"location": here, "message": "help: check the column name against the relation's columns (`phlo-transform inspect <model>` lists them)"},
+                {"location": here, "message": "note: Schema error: No field named amont. Valid fields are orders.id, orders.customer_id, orders.amount."}
+            ],
+            "data": {"suggestions": ["orders.amount"]}
+        }),
+        "{diagnostics:#}"
+    );
+
+    // …and goes away when fixed.
+    let fixed =
+        "select customer_id, sum(amount) as total\nfrom shop.orders\ngroup by customer_id\n";
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": totals, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    assert_eq!(client.diagnostics_for(&totals), json!([]));
+
+    // Hover on a relation: the model, its place in the graph, its columns.
+    let hover = client.request("textDocument/hover", at(&totals, 1, 8));
+    assert_eq!(
+        hover["result"],
+        json!({
+            "contents": {"kind": "markdown", "value": "**model** `shop.orders` · view\n\n`transforms/shop/orders.sql` · 1 upstream · 1 downstream\n\n| column | type | nullable |\n|---|---|---|\n| id | Int64 | yes |\n| customer_id | Int64 | yes |\n| amount | Float64 | yes |\n"},
+            "range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 16}}
+        }),
+        "{hover:#}"
+    );
+    // Hover on an output column: its type and column lineage.
+    let hover = client.request("textDocument/hover", at(&totals, 0, 36));
+    assert_eq!(
+        hover["result"]["contents"]["value"],
+        "**column** `shop.customer_totals.total`: `Float64`, nullable\n\ndirect inputs: `shop.orders.amount` (aggregation)\n\nindirect inputs: `shop.orders.customer_id` (group_by)\n",
+        "{hover:#}"
+    );
+
+    // Definition: the relation's model file; an input column where the upstream model writes it.
+    let def = client.request("textDocument/definition", at(&totals, 1, 8));
+    assert_eq!(
+        def["result"],
+        json!([{"uri": orders, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}])
+    );
+    let def = client.request("textDocument/definition", at(&totals, 0, 26));
+    assert_eq!(
+        def["result"],
+        json!([{"uri": orders, "range": {"start": {"line": 1, "character": 24}, "end": {"line": 1, "character": 30}}}])
+    );
+    // The model's own column leads to the column it comes from.
+    let def = client.request("textDocument/definition", at(&totals, 0, 36));
+    assert_eq!(def["result"][0]["uri"], orders, "{def:#}");
+
+    // References of a model: every relation that reads it.
+    let refs = client.request(
+        "textDocument/references",
+        json!({"textDocument": {"uri": totals}, "position": {"line": 1, "character": 8},
+               "context": {"includeDeclaration": false}}),
+    );
+    assert_eq!(
+        refs["result"],
+        json!([{"uri": totals, "range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 16}}}])
+    );
+
+    // Completion: the columns of what the model reads, then models and sources.
+    let completion = client.request("textDocument/completion", at(&totals, 0, 26));
+    let labels: Vec<&str> = completion["result"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, vec!["amount"], "{completion:#}");
+    let completion = client.request("textDocument/completion", at(&totals, 1, 5));
+    let items = &completion["result"]["items"];
+    let labels: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        vec!["id", "customer_id", "amount", "shop.orders", "raw.orders"],
+        "{completion:#}"
+    );
+    assert_eq!(items[0]["detail"], "Int64 · shop.orders");
+
+    // Rename of a model: every reader edited, the file moved.
+    let rename = client.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": totals}, "position": {"line": 1, "character": 8}, "newName": "shop.paid_orders"}),
+    );
+    assert_eq!(
+        rename["result"],
+        json!({"documentChanges": [
+            {"textDocument": {"uri": totals, "version": null},
+             "edits": [{"range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 16}}, "newText": "shop.paid_orders"}]},
+            {"kind": "rename", "oldUri": orders, "newUri": uri(&root, "transforms/shop/paid_orders.sql")}
+        ]}),
+        "{rename:#}"
+    );
+    let refused = client.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": totals}, "position": {"line": 1, "character": 8}, "newName": "shop.customer_totals"}),
+    );
+    assert_eq!(
+        refused["error"]["message"],
+        "a model named `shop.customer_totals` already exists"
+    );
+
+    // A did-you-mean is a quick fix.
+    let typo = "select customer_id, sum(amount) as total\nfrom shop.order\ngroup by customer_id\n";
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": totals, "version": 3}, "contentChanges": [{"text": typo}]}),
+    );
+    let diagnostics = client.diagnostics_for(&totals);
+    let d = diagnostics[0].clone();
+    assert_eq!(d["code"], "R001", "{diagnostics:#}");
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": totals}, "range": d["range"], "context": {"diagnostics": [d]}}),
+    );
+    assert_eq!(
+        actions["result"][0]["title"], "Replace with `shop.orders`",
+        "{actions:#}"
+    );
+    assert_eq!(
+        actions["result"][0]["edit"]["changes"][&totals][0]["newText"],
+        "shop.orders"
+    );
+
+    let shutdown = client.request("shutdown", Value::Null);
+    assert_eq!(shutdown["result"], Value::Null);
+    client.notify("exit", Value::Null);
+    let status = client.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
