@@ -66,15 +66,12 @@ if ! python_readers_present 2>/dev/null; then
         "duckdb==2.0.1"
 fi
 
-# --- TPC generator ----------------------------------------------------------------------------------
-# tests/self_consistency.rs generates TPC-H and TPC-DS data and queries with DuckDB's own
-# `tpch`/`tpcds` extensions, published on PyPI only up to DuckDB 1.5.5: a separate environment,
-# so the readers keep their duckdb. PHLO_TPC_PYTHON tells the test where its Python is.
-TPC_GENERATOR=("duckdb==1.5.5" "duckdb-extension-tpch==1.5.5" "duckdb-extension-tpcds==1.5.5" "pyarrow==26.0.1")
-TPC_VENV="$HOME/.cache/phlo-transform/tpcgen-venv"
-export PHLO_TPC_PYTHON="$TPC_VENV/bin/python"
-tpc_generator_present() {
-    [ -x "$PHLO_TPC_PYTHON" ] && "$PHLO_TPC_PYTHON" - "${TPC_GENERATOR[@]}" <<'EOF'
+# A virtual environment under ~/.cache/phlo-transform with exactly the pinned packages;
+# installed, or completed, when a pin is missing or at another version.
+ensure_venv() {
+    local venv="$1" what="$2"
+    shift 2
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" - "$@" 2>/dev/null <<'PINS'
 import sys
 from importlib.metadata import version, PackageNotFoundError
 for pin in sys.argv[1:]:
@@ -84,13 +81,23 @@ for pin in sys.argv[1:]:
             sys.exit(1)
     except PackageNotFoundError:
         sys.exit(1)
-EOF
+PINS
+    then
+        return
+    fi
+    log "installing the $what environment: $*"
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
 }
-if ! tpc_generator_present 2>/dev/null; then
-    log "installing the TPC generator environment: ${TPC_GENERATOR[*]}"
-    python3 -m venv "$TPC_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$TPC_VENV"; }
-    "$TPC_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${TPC_GENERATOR[@]}"
-fi
+
+# --- TPC generator ----------------------------------------------------------------------------------
+# tests/self_consistency.rs generates TPC-H and TPC-DS data and queries with DuckDB's own
+# `tpch`/`tpcds` extensions, published on PyPI only up to DuckDB 1.5.5: a separate environment,
+# so the readers keep their duckdb. PHLO_TPC_PYTHON tells the test where its Python is.
+TPC_GENERATOR=("duckdb==1.5.5" "duckdb-extension-tpch==1.5.5" "duckdb-extension-tpcds==1.5.5" "pyarrow==26.0.1")
+TPC_VENV="$HOME/.cache/phlo-transform/tpcgen-venv"
+export PHLO_TPC_PYTHON="$TPC_VENV/bin/python"
+ensure_venv "$TPC_VENV" "TPC generator" "${TPC_GENERATOR[@]}"
 
 # --- dbt ----------------------------------------------------------------------------------------------
 # tests/dbt_artifacts.rs reads the dbt artifacts `run --artifacts dbt` writes with
@@ -102,24 +109,7 @@ DBT_ENV=("dbt-core==1.10.23" "dbt-duckdb==1.10.1" "dbt-adapters==1.24.5" "dbt-co
     "duckdb==2.0.1" "dbt-artifacts-parser==0.15.0" "pydantic==2.14.4")
 DBT_VENV="$HOME/.cache/phlo-transform/dbt-venv"
 export PHLO_DBT_PYTHON="$DBT_VENV/bin/python"
-dbt_env_present() {
-    [ -x "$PHLO_DBT_PYTHON" ] && "$PHLO_DBT_PYTHON" - "${DBT_ENV[@]}" <<'EOF'
-import sys
-from importlib.metadata import version, PackageNotFoundError
-for pin in sys.argv[1:]:
-    name, wanted = pin.split("==")
-    try:
-        if version(name) != wanted:
-            sys.exit(1)
-    except PackageNotFoundError:
-        sys.exit(1)
-EOF
-}
-if ! dbt_env_present 2>/dev/null; then
-    log "installing the dbt environment: ${DBT_ENV[*]}"
-    python3 -m venv "$DBT_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$DBT_VENV"; }
-    "$DBT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${DBT_ENV[@]}"
-fi
+ensure_venv "$DBT_VENV" "dbt" "${DBT_ENV[@]}"
 
 # --- PostgreSQL -------------------------------------------------------------------------------------
 # The state-store suite and tests/state.rs create a fresh database per test through

@@ -11,39 +11,18 @@ use common::{copy_dir, run};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The Python of the dbt environment (dbt-core, dbt-duckdb, dbt-artifacts-parser, pinned);
 /// scripts/test.sh installs it.
 fn dbt_python() -> PathBuf {
-    std::env::var_os("PHLO_DBT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/phlo-transform/dbt-venv/bin/python")
-        })
+    common::pinned_python("PHLO_DBT_PYTHON", "dbt-venv")
 }
 
 /// What the dbt readers read from the artifacts of the workspace at `root`.
 fn read_artifacts(root: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/dbt_artifacts.py");
-    let python = dbt_python();
-    let out = Command::new(&python)
-        .arg(&script)
-        .arg(root)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run {}: {e} (run scripts/test.sh --setup-only)",
-                python.display()
-            )
-        });
-    assert!(
-        out.status.success(),
-        "the dbt readers refused the artifacts:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let script = common::python_script("dbt_artifacts.py");
+    let args = [script.to_str().unwrap(), root.to_str().unwrap()];
+    serde_json::from_str(&common::python_stdout(&dbt_python(), &args)).unwrap()
 }
 
 /// The example workspace in a folder named `lab` (the dbt project's name), with a model and

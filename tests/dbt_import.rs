@@ -9,42 +9,17 @@ mod common;
 use common::{copy_dir, run, testdata};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn dbt_python() -> PathBuf {
-    std::env::var_os("PHLO_DBT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/phlo-transform/dbt-venv/bin/python")
-        })
+    common::pinned_python("PHLO_DBT_PYTHON", "dbt-venv")
 }
 
 fn python(program: &Path, args: &[&str]) -> Value {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run {}: {e} (run scripts/test.sh --setup-only)",
-                program.display()
-            )
-        });
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed (run scripts/test.sh --setup-only for its environment):\n{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&common::python_stdout(program, args)).unwrap()
 }
 
 fn script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
+    common::python_script(name).to_string_lossy().into_owned()
 }
 
 /// Rows as a sorted multiset of their JSON texts, floats rounded to 9 significant digits

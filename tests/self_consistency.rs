@@ -12,58 +12,30 @@
 
 mod common;
 
-use common::{copy_dir, run, testdata};
+use common::{copy_dir, python_script, python_stdout, run, testdata};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The Python of the TPC generator environment: DuckDB 1.5.5 with its `tpch` and `tpcds`
 /// extensions (not published for the DuckDB the readers use); scripts/test.sh installs it.
 fn generator_python() -> PathBuf {
-    std::env::var_os("PHLO_TPC_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/phlo-transform/tpcgen-venv/bin/python")
-        })
-}
-
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
-}
-
-fn python(program: &Path, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run {}: {e} (run scripts/test.sh --setup-only)",
-                program.display()
-            )
-        });
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed (run scripts/test.sh --setup-only for its environment):\n{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::pinned_python("PHLO_TPC_PYTHON", "tpcgen-venv")
 }
 
 /// The differences tests/python/tpc_compare.py finds in a workspace that was run.
 fn differences(root: &Path, types: bool) -> Vec<String> {
     let root = root.to_str().unwrap();
     let mut args = vec![
-        script("tpc_compare.py").to_str().unwrap().to_string(),
+        python_script("tpc_compare.py")
+            .to_str()
+            .unwrap()
+            .to_string(),
         root.into(),
     ];
     if types {
         args.push("--types".into());
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    serde_json::from_str(&python(Path::new("python3"), &args)).unwrap()
+    serde_json::from_str(&python_stdout(Path::new("python3"), &args)).unwrap()
 }
 
 /// Runs every model of `root`; all must pass (the failing ones are printed first).
@@ -93,7 +65,10 @@ fn tpc_workspace(
 ) -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
     let mut args = vec![
-        script("tpc_workspace.py").to_str().unwrap().to_string(),
+        python_script("tpc_workspace.py")
+            .to_str()
+            .unwrap()
+            .to_string(),
         benchmark.to_string(),
         "0.01".to_string(),
         ws.path().to_str().unwrap().to_string(),
@@ -103,7 +78,7 @@ fn tpc_workspace(
         args.extend(["--queries".to_string(), q.to_str().unwrap().to_string()]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    python(&generator_python(), &args);
+    python_stdout(&generator_python(), &args);
     run_all(ws.path());
     ws
 }

@@ -261,3 +261,43 @@ pub fn assert_refused(out: &Output, code: &str, help: &str) {
         "help should say `{help}`: {json}"
     );
 }
+
+/// The Python of one of the pinned environments scripts/test.sh installs under
+/// `~/.cache/phlo-transform/<dir>`, or the one `env` names.
+pub fn pinned_python(env: &str, dir: &str) -> PathBuf {
+    std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").expect("HOME is set");
+        Path::new(&home)
+            .join(".cache/phlo-transform")
+            .join(dir)
+            .join("bin/python")
+    })
+}
+
+/// A script of tests/python.
+pub fn python_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
+}
+
+/// What `program` (a Python) prints with `args`; a failure panics with its stderr and the
+/// command that installs the environments.
+pub fn python_stdout(program: &Path, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {}: {e} (run scripts/test.sh --setup-only)",
+                program.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed (run scripts/test.sh --setup-only for its environment):\n{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

@@ -28,6 +28,17 @@ pub struct Published {
 }
 
 impl Published {
+    /// `c` shown as it compiled.
+    fn as_compiled(c: Compilation, buffers: &Overlay, generation: u64) -> Published {
+        Published {
+            generation,
+            diagnostics: c.diagnostics.iter().cloned().collect(),
+            compilation: Arc::new(c),
+            fatal: None,
+            buffers: buffers.clone(),
+        }
+    }
+
     /// The text of file `rel` the editor sees: its buffer, else the compiled model's.
     pub fn text(&self, rel: &str) -> Option<&str> {
         if let Some(text) = self.buffers.files.get(rel) {
@@ -185,13 +196,7 @@ impl LiveWorkspace {
             }
         }
         if broken.is_empty() {
-            return Published {
-                generation,
-                diagnostics: c.diagnostics.iter().cloned().collect(),
-                compilation: Arc::new(c),
-                fatal: None,
-                buffers: buffers.overlay.clone(),
-            };
+            return Published::as_compiled(c, &buffers.overlay, generation);
         }
         let mut kept = buffers.overlay.clone();
         for rel in &broken {
@@ -200,13 +205,7 @@ impl LiveWorkspace {
         }
         let adapter = self.adapter.as_deref();
         let Ok(good) = compile(&self.root, adapter, &kept, &self.cache, &self.sources) else {
-            return Published {
-                generation,
-                diagnostics: c.diagnostics.iter().cloned().collect(),
-                compilation: Arc::new(c),
-                fatal: None,
-                buffers: buffers.overlay.clone(),
-            };
+            return Published::as_compiled(c, &buffers.overlay, generation);
         };
         let in_broken = |d: &Diagnostic| d.file.as_ref().is_some_and(|f| broken.contains(f));
         let diagnostics = good
