@@ -102,9 +102,10 @@ fn kinds(found: &[String]) -> Vec<&str> {
 fn every_corpus_with_data_writes_the_types_check_declares() {
     // testdata's corpora without data: erroneous by design (errors/), typed only, with sources
     // declared schema-only (lineage/), or run below over generated data (tpch/), and the
-    // OpenLineage schemas (not a workspace).
-    let without_data = ["errors", "lineage", "openlineage", "tpch"];
-    let with_data = ["cli", "dialects", "mvp"];
+    // OpenLineage schemas and a dbt project (not workspaces; the dbt project's import is run by
+    // tests/dbt_import.rs against dbt-duckdb's rows).
+    let without_data = ["dbt", "errors", "lineage", "openlineage", "tpch"];
+    let with_data = ["cli", "dialects", "lsp", "mvp"];
     let mut corpora: Vec<String> = std::fs::read_dir(testdata(""))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -116,7 +117,7 @@ fn every_corpus_with_data_writes_the_types_check_declares() {
         corpora, classified,
         "a new corpus: run it here or say why not"
     );
-    for corpus in ["cli", "dialects/duckdb", "mvp"] {
+    for corpus in ["cli", "dialects/duckdb", "lsp", "mvp"] {
         let ws = tempfile::tempdir().unwrap();
         copy_dir(&testdata(corpus), ws.path());
         run_all(ws.path());
