@@ -422,17 +422,6 @@ fn repository_with_history() -> (tempfile::TempDir, std::path::PathBuf) {
     (repo, ws)
 }
 
-fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// Issue 41: `lineage --diff <ref>` compiles the workspace at merge-base(ref, HEAD) from Git's
 /// objects and reports the rename, the removed column with the reader it orphans and the new
 /// edges; the work tree, the index and HEAD are left as they were.
@@ -440,8 +429,8 @@ fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
 fn lineage_diff_against_a_git_ref() {
     let (repo, ws) = repository_with_history();
     let dir = repo.path();
-    let head = git_out(dir, &["rev-parse", "HEAD"]);
-    let base = git_out(dir, &["rev-parse", "main"]);
+    let head = common::git_out(dir, &["rev-parse", "HEAD"]);
+    let base = common::git_out(dir, &["rev-parse", "main"]);
     let index = std::fs::read(dir.join(".git/index")).unwrap();
 
     let out = run(&ws, &["--json", "lineage", "--diff", "main"]);
@@ -497,8 +486,8 @@ fn lineage_diff_against_a_git_ref() {
 
     // Nothing of the repository moved: no index write, no checkout, no stray files.
     assert_eq!(std::fs::read(dir.join(".git/index")).unwrap(), index);
-    assert_eq!(git_out(dir, &["rev-parse", "HEAD"]), head);
-    assert_eq!(git_out(dir, &["status", "--porcelain"]), "");
+    assert_eq!(common::git_out(dir, &["rev-parse", "HEAD"]), head);
+    assert_eq!(common::git_out(dir, &["status", "--porcelain"]), "");
 
     let text = run(&ws, &["lineage", "--diff", "main"]);
     assert_eq!(text.code, 0, "{}", text.stderr);

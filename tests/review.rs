@@ -9,17 +9,6 @@ use common::run;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// The repository (workspace in `ws/`): `main` built once (so state has its records and test
 /// results), then branch `feature` checked out with the three changes committed.
 fn reviewed_repository() -> (tempfile::TempDir, PathBuf) {
@@ -103,8 +92,8 @@ fn names(v: &Value, field: &str) -> Vec<String> {
 fn review_of_a_branch_with_a_breaking_a_data_and_a_comment_change() {
     let (repo, ws) = reviewed_repository();
     let dir = repo.path();
-    let base = git_out(dir, &["rev-parse", "main"]);
-    let head = git_out(dir, &["rev-parse", "HEAD"]);
+    let base = common::git_out(dir, &["rev-parse", "main"]);
+    let head = common::git_out(dir, &["rev-parse", "HEAD"]);
 
     // The PR comment: the reader's compile error goes to stderr, the Markdown to stdout.
     let md = run(&ws, &["review", "--base", "main"]);
