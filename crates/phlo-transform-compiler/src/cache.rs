@@ -22,8 +22,8 @@
 //! Entries live in a directory of the build that wrote them; each compile removes the other
 //! builds' directories ([`CompileCache::prune`]).
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,11 +53,32 @@ pub struct CompileCache {
     memory: Option<Arc<Memory>>,
 }
 
-/// The entries of an in-memory cache, per stage: key → body. After each compile a stage holds
-/// the entries that compile used or computed, so it never outgrows the workspace.
-#[derive(Debug, Default)]
+/// A value held by an in-memory cache: a stage's own type, so a hit is a clone, not a decode.
+type Value = Arc<dyn Any + Send + Sync>;
+
+/// The entries of an in-memory cache, per stage: key → value. After each compile a stage
+/// holds the entries that compile used or computed, so it never outgrows the workspace.
+#[derive(Default)]
 struct Memory {
-    stages: Mutex<HashMap<&'static str, HashMap<String, Arc<str>>>>,
+    stages: Mutex<HashMap<&'static str, HashMap<String, Value>>>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stages = self.stages.lock().unwrap_or_else(|e| e.into_inner());
+        let sizes: HashMap<_, _> = stages.iter().map(|(s, e)| (*s, e.len())).collect();
+        f.debug_struct("Memory").field("entries", &sizes).finish()
+    }
+}
+
+/// What a stage stores under a key. An in-memory cache keeps the value itself (a hit clones
+/// it: decoding JSON and Arrow IPC for every model was most of an editor's recompile); a
+/// cache on disk keeps the body `encode` gives.
+pub(crate) trait Stored: Clone + Send + Sync + 'static {
+    /// The body written to disk; `None` when the value cannot be stored exactly.
+    fn encode(&self) -> Option<String>;
+    /// The value a body holds; `None` for a body this build did not write.
+    fn decode(body: &[u8]) -> Option<Self>;
 }
 
 /// A stage's entry name: the sha256 of its inputs.
@@ -136,6 +157,7 @@ impl CompileCache {
             memory: self.memory.clone(),
             stages: Mutex::new(HashMap::new()),
             new: Mutex::new(HashMap::new()),
+            new_values: Mutex::new(HashMap::new()),
             used: Mutex::new(Vec::new()),
         }
     }
@@ -245,8 +267,10 @@ pub(crate) struct CacheSession {
     /// The in-memory cache, when the cache is one.
     memory: Option<Arc<Memory>>,
     stages: Mutex<HashMap<&'static str, Arc<Packs>>>,
-    /// New entries per stage: key → body.
+    /// New entries per stage: key → body (a cache on disk).
     new: Mutex<HashMap<&'static str, HashMap<String, String>>>,
+    /// New entries per stage: key → value (an in-memory cache).
+    new_values: Mutex<HashMap<&'static str, HashMap<String, Value>>>,
     /// Entries read from packs: (stage, key).
     used: Mutex<Vec<(&'static str, String)>>,
 }
@@ -256,11 +280,11 @@ impl CacheSession {
         self.dir.is_some() || self.memory.is_some()
     }
 
-    /// The body stored under `key` in the in-memory cache.
-    fn remembered(&self, stage: &'static str, key: &Key) -> Option<Arc<str>> {
+    /// The value stored under `key` in the in-memory cache.
+    fn remembered<T: Stored>(&self, stage: &'static str, key: &Key) -> Option<T> {
         let memory = self.memory.as_ref()?;
         let stages = memory.stages.lock().unwrap_or_else(|e| e.into_inner());
-        stages.get(stage)?.get(&key.0).cloned()
+        stages.get(stage)?.get(&key.0)?.downcast_ref::<T>().cloned()
     }
 
     fn packs(&self, stage: &'static str) -> Option<Arc<Packs>> {
@@ -276,10 +300,10 @@ impl CacheSession {
 
     /// The value stored under `key`, or `None` (absent, damaged, or not what this build
     /// wrote).
-    pub(crate) fn get<T: DeserializeOwned>(&self, stage: &'static str, key: &Key) -> Option<T> {
+    pub(crate) fn get<T: Stored>(&self, stage: &'static str, key: &Key) -> Option<T> {
         let value = match self.memory.is_some() {
-            true => serde_json::from_str(&self.remembered(stage, key)?).ok()?,
-            false => serde_json::from_slice(self.packs(stage)?.body(&key.0)?).ok()?,
+            true => self.remembered(stage, key)?,
+            false => T::decode(self.packs(stage)?.body(&key.0)?)?,
         };
         self.used
             .lock()
@@ -289,11 +313,21 @@ impl CacheSession {
     }
 
     /// Stores `value` under `key` when the compile ends.
-    pub(crate) fn put<T: Serialize>(&self, stage: &'static str, key: &Key, value: &T) {
-        if !self.is_enabled() {
+    pub(crate) fn put<T: Stored>(&self, stage: &'static str, key: &Key, value: &T) {
+        if self.memory.is_some() {
+            // Nothing leaves the process: the value is kept as it is.
+            self.new_values
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(stage)
+                .or_default()
+                .insert(key.0.clone(), Arc::new(value.clone()));
             return;
         }
-        let Ok(body) = serde_json::to_string(value) else {
+        if self.dir.is_none() {
+            return;
+        }
+        let Some(body) = value.encode() else {
             return;
         };
         // Artifacts are written with secrets masked; an entry must be exact, so one that
@@ -358,18 +392,20 @@ impl CacheSession {
     /// An in-memory cache's flush: each stage the compile asked keeps what it used and what
     /// it computed, nothing else.
     fn keep_in(self, memory: &Memory) {
-        let new = self.new.into_inner().unwrap_or_else(|e| e.into_inner());
+        let new = self
+            .new_values
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
         let used = self.used.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut stages = memory.stages.lock().unwrap_or_else(|e| e.into_inner());
-        let mut kept: HashMap<&'static str, HashMap<String, Arc<str>>> = HashMap::new();
+        let mut kept: HashMap<&'static str, HashMap<String, Value>> = HashMap::new();
         for (stage, key) in used {
-            if let Some(body) = stages.get(stage).and_then(|s| s.get(&key)) {
-                kept.entry(stage).or_default().insert(key, body.clone());
+            if let Some(value) = stages.get(stage).and_then(|s| s.get(&key)) {
+                kept.entry(stage).or_default().insert(key, value.clone());
             }
         }
         for (stage, entries) in new {
-            let stage = kept.entry(stage).or_default();
-            stage.extend(entries.into_iter().map(|(k, body)| (k, Arc::from(body))));
+            kept.entry(stage).or_default().extend(entries);
         }
         *stages = kept;
     }
@@ -441,6 +477,21 @@ pub struct CacheStats {
 mod tests {
     use super::*;
 
+    /// Test values stored as JSON, as the parse stage stores its own.
+    macro_rules! json_stored {
+        ($($t:ty),*) => {$(
+            impl Stored for $t {
+                fn encode(&self) -> Option<String> {
+                    serde_json::to_string(self).ok()
+                }
+                fn decode(body: &[u8]) -> Option<Self> {
+                    serde_json::from_slice(body).ok()
+                }
+            }
+        )*};
+    }
+    json_stored!(Vec<u32>, String, usize, u8);
+
     fn key(s: &str) -> Key {
         KeyBuilder::new("t").add(s).finish()
     }
@@ -462,7 +513,7 @@ mod tests {
         let session = cache.session();
         assert_eq!(session.get::<Vec<u32>>("t", &key("a")), None);
         session.put("t", &key("a"), &vec![1u32, 2, 3]);
-        session.put("t", &key("b"), &"b");
+        session.put("t", &key("b"), &"b".to_string());
         // Not visible before the flush: the pack is written when the compile ends.
         assert_eq!(session.get::<Vec<u32>>("t", &key("a")), None);
         session.flush();
@@ -481,7 +532,7 @@ mod tests {
         let cache = CompileCache::at(dir.path());
         let session = cache.session();
         for k in ["a", "b", "c"] {
-            session.put("t", &key(k), &k);
+            session.put("t", &key(k), &k.to_string());
         }
         session.flush();
         let path = packs(&cache).remove(0);
@@ -564,6 +615,27 @@ mod tests {
         assert_ne!(
             KeyBuilder::new("parse").add("x").finish(),
             KeyBuilder::new("type").add("x").finish()
+        );
+    }
+
+    #[test]
+    fn an_in_memory_cache_keeps_what_the_last_compile_used() {
+        let cache = CompileCache::in_memory();
+        let session = cache.session();
+        session.put("t", &key("a"), &vec![1u32]);
+        session.put("t", &key("b"), &"b".to_string());
+        session.flush();
+        let session = cache.session();
+        assert_eq!(session.get::<Vec<u32>>("t", &key("a")), Some(vec![1]));
+        // Another type under the key is a miss, never a wrong value.
+        assert_eq!(session.get::<String>("t", &key("a")), None);
+        session.flush();
+        let session = cache.session();
+        assert_eq!(session.get::<Vec<u32>>("t", &key("a")), Some(vec![1]));
+        assert_eq!(
+            session.get::<String>("t", &key("b")),
+            None,
+            "not used: dropped"
         );
     }
 

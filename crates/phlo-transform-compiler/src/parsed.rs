@@ -14,7 +14,7 @@ use phlo_transform_sql::sqlparser::dialect::Dialect;
 use phlo_transform_sql::{extract_relations, parse_query, RelationRef};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{CacheSession, KeyBuilder};
+use crate::cache::{CacheSession, KeyBuilder, Stored};
 
 const STAGE: &str = "parse";
 
@@ -39,14 +39,14 @@ pub(crate) fn span_from(p: SpanParts) -> Span {
 }
 
 /// Something the target dialect cannot express (becomes A009 in the model's file).
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct Unsupported {
     pub message: String,
     pub help: String,
     pub span: Option<SpanParts>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct Parsed {
     /// The relations read, as `extract_relations` lists them: parts and span.
     relations: Vec<(Vec<String>, Option<SpanParts>)>,
@@ -57,6 +57,16 @@ pub(crate) struct Parsed {
     /// Part of every placeholder: derived from the text's hash, so the text itself cannot
     /// contain one.
     nonce: String,
+}
+
+impl Stored for Parsed {
+    fn encode(&self) -> Option<String> {
+        serde_json::to_string(self).ok()
+    }
+
+    fn decode(body: &[u8]) -> Option<Self> {
+        serde_json::from_slice(body).ok()
+    }
 }
 
 fn placeholder(nonce: &str, k: usize) -> String {

@@ -85,6 +85,7 @@ pub struct Difference {
 pub const CONSTRUCTS: &[&str] = &["avg(decimal)", "sum(decimal)", "sum(integer)"];
 
 /// A construct of a model the local engine may compute differently.
+#[derive(Clone)]
 pub struct Divergence {
     pub construct: String,
     pub reason: String,

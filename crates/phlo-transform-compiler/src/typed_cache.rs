@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::cache::{CacheSession, Key, KeyBuilder};
+use crate::cache::{CacheSession, Key, KeyBuilder, Stored};
 use crate::model::CompiledModel;
 use crate::plan_lineage::{ColumnDerivations, Derivation, Directness, InputColumn, Transformation};
 use crate::resolve::Target;
@@ -26,6 +26,7 @@ const STAGE: &str = "type";
 /// What compiling keeps of a model planned and analysed: the plans themselves are dropped on
 /// the planning thread, so at most one plan per thread is alive (issue 17). This is also what
 /// the compile cache stores of a typing.
+#[derive(Clone)]
 pub(crate) struct Typed {
     /// The schema of the analysed plan, after the target dialect's exact rewrites.
     pub schema: SchemaRef,
@@ -44,6 +45,15 @@ type LineageEntry = (
     Vec<(String, String, Directness, Transformation, Option<String>)>,
 );
 
+/// A typing as the cache holds it, with the names its lineage asked about and whether each
+/// was a dataset (an entry whose answers no longer hold is a miss).
+#[derive(Clone)]
+struct TypedEntry {
+    typed: Typed,
+    datasets: Vec<(String, bool)>,
+}
+
+/// A [`TypedEntry`] on disk.
 #[derive(Serialize, Deserialize)]
 struct Entry {
     /// The analysed schema as Arrow IPC (flatbuffer) bytes, hex.
@@ -104,7 +114,7 @@ impl<'a> TypingCache<'a> {
 
     /// The stored typing under `key`, if its lineage's answers about datasets still hold.
     pub(crate) fn get(&self, key: &Key, datasets: &HashSet<String>) -> Option<Typed> {
-        let entry: Entry = self.cache.get(STAGE, key)?;
+        let entry: TypedEntry = self.cache.get(STAGE, key)?;
         if entry
             .datasets
             .iter()
@@ -112,33 +122,29 @@ impl<'a> TypingCache<'a> {
         {
             return None;
         }
-        let schema = decode_schema(&entry.schema)?;
-        Some(Typed {
-            schema: Arc::new(schema),
-            fingerprint: entry.fingerprint,
-            lineage: entry.lineage.into_iter().map(lineage_from).collect(),
-            divergences: entry
-                .divergences
-                .into_iter()
-                .map(|(construct, reason, anchors, function)| Divergence {
-                    construct,
-                    reason,
-                    anchors: anchors.into_iter().map(span_from).collect(),
-                    function,
-                })
-                .collect(),
-        })
+        Some(entry.typed)
     }
 
     /// Stores `typed` under `key`; `asked` is what its lineage asked about datasets.
     pub(crate) fn put(&self, key: &Key, typed: &Typed, mut asked: Vec<(String, bool)>) {
+        asked.sort();
+        asked.dedup();
+        let entry = TypedEntry {
+            typed: typed.clone(),
+            datasets: asked,
+        };
+        self.cache.put(STAGE, key, &entry);
+    }
+}
+
+impl Stored for TypedEntry {
+    fn encode(&self) -> Option<String> {
+        let typed = &self.typed;
         let bytes = encode_schema(&typed.schema);
         // Only a schema that comes back exactly as it went is stored.
         if schema_from_bytes(&bytes).as_ref() != Some(typed.schema.as_ref()) {
-            return;
+            return None;
         }
-        asked.sort();
-        asked.dedup();
         let entry = Entry {
             schema: hex::encode(&bytes),
             fingerprint: typed.fingerprint.clone(),
@@ -155,9 +161,33 @@ impl<'a> TypingCache<'a> {
                     )
                 })
                 .collect(),
-            datasets: asked,
+            datasets: self.datasets.clone(),
         };
-        self.cache.put(STAGE, key, &entry);
+        serde_json::to_string(&entry).ok()
+    }
+
+    fn decode(body: &[u8]) -> Option<Self> {
+        let entry: Entry = serde_json::from_slice(body).ok()?;
+        let schema = decode_schema(&entry.schema)?;
+        let typed = Typed {
+            schema: Arc::new(schema),
+            fingerprint: entry.fingerprint,
+            lineage: entry.lineage.into_iter().map(lineage_from).collect(),
+            divergences: entry
+                .divergences
+                .into_iter()
+                .map(|(construct, reason, anchors, function)| Divergence {
+                    construct,
+                    reason,
+                    anchors: anchors.into_iter().map(span_from).collect(),
+                    function,
+                })
+                .collect(),
+        };
+        Some(TypedEntry {
+            typed,
+            datasets: entry.datasets,
+        })
     }
 }
 
