@@ -204,3 +204,57 @@ fn an_editor_session_over_json_rpc() {
     let status = client.child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// Issue 39's bad input through the server: a 100,000-term expression and a 10 MB buffer that
+/// does not parse are coded diagnostics on their file, and the server goes on answering.
+#[test]
+fn huge_and_deep_buffers_are_diagnostics_not_crashes() {
+    let dir = common::workspace("lsp");
+    let root = dir.path().canonicalize().unwrap();
+    let deep = uri(&root, "transforms/shop/deep.sql");
+    let huge = uri(&root, "transforms/shop/huge.sql");
+    let orders = uri(&root, "transforms/shop/orders.sql");
+    let mut client = Client::start(&common::bin(), &root);
+    client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": format!("file://{}", root.display()),
+               "capabilities": {}}),
+    );
+    client.notify("initialized", json!({}));
+
+    let codes = |diagnostics: &Value| -> Vec<String> {
+        diagnostics
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let plus = format!("select {} as x\n", vec!["1"; 100_000].join("+"));
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": deep, "languageId": "sql", "version": 1, "text": plus}}),
+    );
+    let diagnostics = client.diagnostics_for(&deep);
+    assert_eq!(codes(&diagnostics), ["S004"], "{diagnostics:#}");
+
+    // 10 MB: a select list that never ends in a valid expression.
+    let garbage = format!("select {}\n", "a b c ".repeat(10 * 1024 * 1024 / 6));
+    assert!(garbage.len() >= 10 * 1024 * 1024 - 16);
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": huge, "languageId": "sql", "version": 1, "text": garbage}}),
+    );
+    let diagnostics = client.diagnostics_for(&huge);
+    let found = codes(&diagnostics);
+    assert!(found.len() == 1 && found[0].starts_with('S'), "{found:?}");
+
+    // The rest of the workspace is still answered.
+    let hover = client.request("textDocument/hover", at(&orders, 0, 8));
+    assert!(hover["error"].is_null(), "{hover:#}");
+    let shutdown = client.request("shutdown", Value::Null);
+    assert_eq!(shutdown["result"], Value::Null);
+    client.notify("exit", Value::Null);
+    let status = client.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
