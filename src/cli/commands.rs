@@ -385,3 +385,24 @@ pub fn fmt(paths: &Paths, targets: &[String], check: bool, json: bool) -> u8 {
         EXIT_OK
     }
 }
+
+/// `docs [--out DIR]`: the site is written even when some models have errors (their pages
+/// say so); the errors are shown.
+pub async fn docs(paths: &Paths, out_dir: Option<&std::path::Path>, json: bool) -> u8 {
+    let c = match compile(paths) {
+        Ok(c) => c,
+        Err(d) => return fatal(d, json),
+    };
+    let mut out = Output::new(json).with_workspace(&c.workspace);
+    out.diagnostics(c.diagnostics.iter().cloned());
+    let dir = out_dir
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| phlo_transform_exec::docs::default_out(&paths.artifacts));
+    match phlo_transform_exec::docs::docs(c, &paths.target(), &dir).await {
+        Ok(report) => {
+            out.report(&report);
+            EXIT_OK
+        }
+        Err(d) => out.fail([d]),
+    }
+}

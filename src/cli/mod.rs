@@ -242,6 +242,14 @@ pub enum Command {
         #[arg(long, value_name = "PROMOTION|VERSION")]
         to: String,
     },
+    /// Write a static documentation site (index with search, a page per model and source,
+    /// the graph) that opens from the file system: docs/docs-site.md.
+    Docs {
+        /// The site's folder (default: .phlo/transform/docs/ in the workspace); an earlier
+        /// site there is replaced, a folder holding anything else is refused.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Remove the local warehouse and artifacts (and with --all, the SQLite state database).
     Clean {
         /// Also remove the SQLite state database (a PostgreSQL state is shared: never dropped).
@@ -415,5 +423,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
             environments::rollback(&paths, model.as_deref(), &to, json).await
         }
         Command::Clean { all } => commands::clean(&paths, all, json),
+        Command::Docs { out } => commands::docs(&paths, out.as_deref(), json).await,
     }
 }

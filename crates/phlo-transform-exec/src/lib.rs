@@ -11,6 +11,7 @@ mod compile;
 pub mod continuation;
 pub mod dbt_artifacts;
 pub mod diff;
+pub mod docs;
 pub mod environments;
 pub mod explain;
 mod failure;

@@ -245,8 +245,9 @@ pub(crate) fn subtype(t: Transformation) -> &'static str {
     }
 }
 
-/// The comment lines a model file starts with, directives (`-- @table`) left out.
-fn description(text: &str) -> Option<String> {
+/// The comment lines a model file starts with, directives (`-- @table`) left out: a model's
+/// description when its configuration gives none (also the docs site's).
+pub fn description(text: &str) -> Option<String> {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)

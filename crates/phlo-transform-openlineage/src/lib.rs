@@ -21,7 +21,10 @@ pub use artifacts::{write_compile_artifacts, write_lineage_artifacts};
 pub use config::{
     redact_url, OpenLineageConfig, DEFAULT_ENDPOINT, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT_SECONDS,
 };
-pub use design::{design_events, design_events_for, rename_events, RecordedModel};
+pub use design::{
+    description as model_description, design_events, design_events_for, rename_events,
+    RecordedModel,
+};
 pub use events::{PRODUCER, SPEC_URL};
 pub use run::{model_run_uuid, parent_run_uuid, RunEmitter, RunLineage};
 pub use transport::Emitter;

@@ -91,3 +91,12 @@ impl Report for phlo_transform_project::init::InitReport {
         out
     }
 }
+
+impl Report for phlo_transform_exec::docs::DocsReport {
+    fn human(&self) -> String {
+        format!(
+            "wrote {} pages ({} models, {} sources, {} runs of history) to {}\nopen {}\n",
+            self.pages, self.models, self.sources, self.runs, self.out, self.index
+        )
+    }
+}

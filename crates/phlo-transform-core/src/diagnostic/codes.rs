@@ -61,6 +61,7 @@ pub fn category(code: Code) -> &'static str {
         Some(b'X') => "test",
         Some(b'D') => "diff",
         Some(b'Y') => "state",
+        Some(b'W') => "docs site",
         _ => "other",
     }
 }
@@ -726,6 +727,17 @@ codes! {
         summary: "A Nessie branch or its Trino catalog could not be created, read or changed.",
         help: "Check that Nessie answers, that Trino runs with catalog.management=dynamic, and [adapter.nessie] warehouse.",
         explanation: "On Trino + Nessie a reference is a Nessie branch and a candidate is written through a catalog bound to it (phlo_<ref>_<hash>, created with CREATE CATALOG); the error names the Nessie or Trino operation that failed.",
+    }
+    // DOCS SITE (`docs`, W: the written site)
+    DOC_OUTPUT_NOT_DOCS = "W001" {
+        summary: "The folder `docs` would write holds something other than an earlier site.",
+        help: "Pass --out with an empty or new folder, or one an earlier `docs` wrote.",
+        explanation: "`docs` replaces its folder whole so no page of a removed model stays behind; it only does so to a folder holding its marker file `.phlo-docs`, never to one with other files.",
+    }
+    DOC_WRITE_FAILED = "W002" {
+        summary: "A file of the documentation site could not be written.",
+        help: "Choose a writable folder with --out.",
+        explanation: "The message names the file and the operating system's error (permissions, a full disk).",
     }
 }
 
