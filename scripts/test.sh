@@ -196,6 +196,11 @@ if ! command -v npm >/dev/null 2>&1 && ! ls "$HOME"/.cache/phlo-transform/duckdb
     log "installing npm (scripts/duckdb.sh fetches libduckdb from the npm registry)"
     apt_install npm
 fi
+# tests/docs_site.rs opens the generated documentation site in Debian's headless Chromium.
+if ! command -v chromium >/dev/null 2>&1; then
+    log "installing chromium (tests/docs_site.rs: the docs site in a headless browser)"
+    apt_install chromium
+fi
 # >>> engine and service setup steps (add yours here) >>>
 setup_step scripts/duckdb.sh        # prebuilt libduckdb for the DuckDB adapter (adapters)
 setup_step scripts/services.sh up # Trino + Nessie for tests/trino*.rs (trino)
