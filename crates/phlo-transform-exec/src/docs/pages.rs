@@ -161,7 +161,10 @@ pub fn model(site: &Site, m: &ModelDoc) -> String {
                 Some((run, n)) => (
                     n.status.as_str(),
                     run.as_str(),
-                    n.finished_at.as_deref().or(n.started_at.as_deref()).unwrap_or(""),
+                    n.finished_at
+                        .as_deref()
+                        .or(n.started_at.as_deref())
+                        .unwrap_or(""),
                 ),
                 None => ("never run", "", ""),
             };
