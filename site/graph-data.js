@@ -1,1 +1,0 @@
-window.PHLO_GRAPH = {"nodes":[["shop.daily","model","table","models/shop.daily.html"],["shop.orders","source","csv","sources/shop.orders.html"],["shop.orders_clean","model","view","models/shop.orders_clean.html"],["shop.orders_log","model","incremental","models/shop.orders_log.html"]],"edges":[[1,2],[1,3],[2,0]]};
