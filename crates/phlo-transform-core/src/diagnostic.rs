@@ -7,7 +7,8 @@ use annotate_snippets::{
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A stable diagnostic code: one category letter and three digits (`R001`).
+/// A stable diagnostic code: one category letter and three digits (`R001`); the daemon's
+/// HTTP API codes are `API` and three digits (`API015`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Code(pub &'static str);
 

@@ -22,7 +22,7 @@ pub use check::summary_line;
 pub use codes::CodeTable;
 pub use plan::schema_changes;
 
-use phlo_transform_core::Diagnostic;
+use phlo_transform_core::{Diagnostic, Envelope};
 use phlo_transform_project::Workspace;
 use serde::Serialize;
 
@@ -40,14 +40,6 @@ impl Report for Nothing {
     fn human(&self) -> String {
         String::new()
     }
-}
-
-/// The JSON document of every command: the report's fields, then every diagnostic.
-#[derive(Serialize)]
-struct Envelope<'a, R> {
-    #[serde(flatten)]
-    report: &'a R,
-    diagnostics: &'a [Diagnostic],
 }
 
 /// One command's output: diagnostics as they come, then its report.

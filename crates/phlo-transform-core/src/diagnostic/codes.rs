@@ -47,6 +47,9 @@ impl Serialize for CodeInfo {
 
 /// The category of a code's first letter.
 pub fn category(code: Code) -> &'static str {
+    if code.0.starts_with("API") {
+        return "daemon API";
+    }
     match code.0.as_bytes().first() {
         Some(b'P') => "project",
         Some(b'C') => "configuration",
@@ -739,6 +742,57 @@ codes! {
         help: "Choose a writable folder with --out.",
         explanation: "The message names the file and the operating system's error (permissions, a full disk).",
     }
+    // DAEMON API
+    API_NOT_FOUND = "API001" {
+        summary: "The daemon has no such endpoint.",
+        help: "GET /v1/openapi.json lists every endpoint the daemon serves; docs/daemon.md describes them.",
+        explanation: "The path of an HTTP request matched none of the daemon's routes (a typo, or an endpoint of another version). Answered with status 404.",
+    }
+    API_METHOD_NOT_ALLOWED = "API002" {
+        summary: "The endpoint exists but not for this HTTP method.",
+        help: "Reads are GET; submitting and cancelling operations are POST (see /v1/openapi.json).",
+        explanation: "Reads never change anything and operations never answer GET, so a method the route does not take is refused with status 405 rather than guessed.",
+    }
+    API_BAD_REQUEST = "API003" {
+        summary: "A request's body or query parameters are malformed.",
+        help: "Send a JSON body with the fields docs/daemon.md lists (`kind`, optional `selection`, `environment`), and query parameters as documented.",
+        explanation: "The body is not JSON, a field has the wrong type, a required parameter is missing or a number does not parse. Answered with status 400; nothing was done.",
+    }
+    API_UNKNOWN_OPERATION = "API004" {
+        summary: "No operation has this id.",
+        help: "GET /v1/operations lists the operations this daemon's journal holds.",
+        explanation: "Operation ids are the ones POST /v1/operations returned; they live in .phlo/transform/operations.jsonl, so they survive a restart of the daemon.",
+    }
+    API_OPERATION_FINISHED = "API005" {
+        summary: "The operation has already finished and cannot be cancelled.",
+        help: "Read its result with GET /v1/operations/<id>; submit a new operation to do more.",
+        explanation: "Cancellation stops a queued or running operation between models (as Ctrl-C does for the command line); an operation that succeeded, failed or was cancelled keeps its outcome.",
+    }
+    API_WORKSPACE_UNAVAILABLE = "API006" {
+        summary: "The workspace cannot be compiled at all right now.",
+        help: "Fix the error in the message (usually phlo.toml); the daemon compiles again when the files change.",
+        explanation: "Reads answer from the last compilation; when the workspace's configuration cannot be read there is none to answer from, and the diagnostic that stopped the compile is returned instead.",
+    }
+    API_OPERATION_IN_PROGRESS = "API008" {
+        summary: "Another mutating operation is queued or running.",
+        help: "Wait for it (GET /v1/operations/<id>) or cancel it, then submit again.",
+        explanation: "The daemon runs one mutating operation at a time, as one writer per environment is the state's rule; a second submission is refused with status 409 instead of waiting unseen.",
+    }
+    API_OPERATION_INTERRUPTED = "API009" {
+        summary: "The daemon stopped while the operation was queued or running.",
+        help: "Submit the operation again; a run that had started can be continued with `resume` and its run id.",
+        explanation: "Operations are journaled in .phlo/transform/operations.jsonl. One the journal still shows queued or running when a daemon starts belonged to a daemon that is gone (stopped, killed, crashed): it is marked failed with this code and never executed again.",
+    }
+    API_UNAUTHORIZED = "API015" {
+        summary: "The request lacks the daemon's bearer token, or carries another one.",
+        help: "Send `Authorization: Bearer <token>` with the token the daemon was started with (--token or PHLO_DAEMON_TOKEN).",
+        explanation: "A daemon started with a token answers only /status without it, so a local process that does not know the token can neither read the workspace nor start a run. Answered with status 401.",
+    }
+    API_IDEMPOTENCY_KEY_REUSED = "API016" {
+        summary: "An Idempotency-Key was used before for another kind or other parameters.",
+        help: "Use a new key for a new submission; resend the same key only with the same request to get the first operation back.",
+        explanation: "A keyed submission is journaled before it is acknowledged, and the same key with the same request returns the operation it started (never a second run, even across restarts). Keys are global to the endpoint, so the same key with other parameters is refused with status 409.",
+    }
 }
 
 /// docs/codes.md: every code with its summary, help and explanation, by category.
@@ -783,8 +837,9 @@ mod tests {
         let mut seen = BTreeSet::new();
         for info in ALL {
             let c = info.code.0;
+            let digits = c.strip_prefix("API").unwrap_or(&c[1..]);
             assert!(
-                c.len() == 4 && c[1..].bytes().all(|b| b.is_ascii_digit()),
+                digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit()),
                 "{c}"
             );
             assert_ne!(info.category(), "other", "{c}");
