@@ -246,6 +246,7 @@ impl Forbidden {
             "the planner" => packages(&["phlo-transform-plan"]),
             "the scheduler" => packages(&["phlo-transform-exec"]),
             "the CLI" => packages(&["phlo-transform"]),
+            "the language server" => packages(&["phlo-transform-lsp", "lsp-server", "lsp-types"]),
             "SQL parsing" => packages(&["phlo-transform-sql", "sqlparser", "datafusion"]),
             "DataFusion's planner" => {
                 Some(Forbidden::Code("DataFusion beyond its sqlparser", |code| {

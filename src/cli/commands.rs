@@ -92,6 +92,48 @@ pub fn lsp(paths: &Paths) -> u8 {
     }
 }
 
+/// The daemon, until Ctrl-C or SIGTERM. What stops it from starting is on stderr (stdout
+/// carries the address it listens on).
+pub async fn daemon(
+    paths: &Paths,
+    listen: String,
+    token: Option<String>,
+    poll: std::time::Duration,
+) -> u8 {
+    let config = phlo_transform_daemon::DaemonConfig {
+        files: phlo_transform_exec::target::WorkspaceFiles {
+            root: paths.root.clone(),
+            artifacts: paths.artifacts.clone(),
+            warehouse: paths.warehouse.clone(),
+            state: paths.state.clone(),
+        },
+        adapter: paths.adapter.clone(),
+        listen,
+        token,
+        poll,
+    };
+    let runtime = tokio::runtime::Handle::current();
+    let stopped = async {
+        if let Some(mut signals) = super::execute::Signals::new() {
+            signals.next().await;
+        }
+    };
+    let served =
+        tokio::task::spawn_blocking(move || phlo_transform_daemon::serve(config, runtime, stopped))
+            .await;
+    match served {
+        Ok(Ok(())) => EXIT_OK,
+        Ok(Err(d)) => {
+            eprintln!("error[{}]: {}", d.code, d.message);
+            EXIT_ERRORS
+        }
+        Err(e) => {
+            eprintln!("error: the daemon stopped unexpectedly: {e}");
+            EXIT_ERRORS
+        }
+    }
+}
+
 pub async fn check(paths: &Paths, json: bool) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,

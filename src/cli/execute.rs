@@ -256,13 +256,13 @@ pub(super) async fn interrupt(cancel: CancelHandle, what: &str) {
 }
 
 /// SIGINT and SIGTERM as one stream.
-struct Signals {
+pub(super) struct Signals {
     #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn new() -> Option<Self> {
+    pub(super) fn new() -> Option<Self> {
         Some(Signals {
             #[cfg(unix)]
             terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -270,7 +270,7 @@ impl Signals {
         })
     }
 
-    async fn next(&mut self) {
+    pub(super) async fn next(&mut self) {
         #[cfg(unix)]
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}

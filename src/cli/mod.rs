@@ -85,6 +85,25 @@ pub enum Command {
     /// type, hover with types and column lineage, go to definition, references, completion,
     /// rename of a model, quick fixes (docs/editors.md).
     Lsp,
+    /// Serve a local HTTP API over one live compilation and the state store: the reads of
+    /// `--json` (`GET /v1/...`) and operations (run, test, resume, retry_failed, reload),
+    /// journaled and cancellable (docs/daemon.md).
+    Daemon {
+        /// The address to listen on (port 0: any free port; the address is printed).
+        #[arg(long, default_value = "127.0.0.1:7878", value_name = "HOST:PORT")]
+        listen: String,
+        /// Require `Authorization: Bearer <TOKEN>` on every endpoint but /status.
+        #[arg(
+            long,
+            env = "PHLO_DAEMON_TOKEN",
+            value_name = "TOKEN",
+            hide_env_values = true
+        )]
+        token: Option<String>,
+        /// How often the workspace's files are checked for changes, in milliseconds.
+        #[arg(long, default_value_t = 500, value_name = "MS")]
+        poll_ms: u64,
+    },
     /// Format model and test files in place (directives and comments kept; a file is only
     /// rewritten when it stays the same query). `--check` writes nothing and exits 1 when a
     /// file would change.
@@ -340,6 +359,14 @@ pub async fn dispatch(cli: Cli) -> u8 {
         }
         Command::Check => commands::check(&paths, json).await,
         Command::Lsp => commands::lsp(&paths),
+        Command::Daemon {
+            listen,
+            token,
+            poll_ms,
+        } => {
+            let poll = std::time::Duration::from_millis(poll_ms.max(10));
+            commands::daemon(&paths, listen, token, poll).await
+        }
         Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {

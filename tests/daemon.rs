@@ -1,0 +1,376 @@
+//! `phlo-transform daemon` over real HTTP: the built binary on a copy of testdata/lsp, a
+//! plain HTTP/1.1 client on std's TcpStream, and the documents compared with what the same
+//! commands print with `--json`.
+
+mod common;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "s3cret";
+
+/// A daemon process, killed when dropped.
+struct Daemon {
+    child: Child,
+    addr: String,
+}
+
+impl Daemon {
+    fn start(root: &Path) -> Daemon {
+        let mut child = Command::new(common::bin())
+            .args([
+                "-C",
+                root.to_str().unwrap(),
+                "daemon",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--token", TOKEN, "--poll-ms", "50"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the binary starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("the daemon did not say where it listens: {line:?}"))
+            .to_string();
+        Daemon { child, addr }
+    }
+
+    /// One request; `(status, body as JSON)`.
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        self.call_with(method, path, token, body, &[])
+    }
+
+    fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        if let Some(t) = token {
+            request.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let response = String::from_utf8(response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let body = serde_json::from_str(body)
+            .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {body}"));
+        (status, body)
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, body) = self.call("GET", path, Some(TOKEN), None);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// Polls operation `id` until it has finished.
+    fn finished(&self, id: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let op = self.get(&format!("/v1/operations/{id}"));
+            if ["succeeded", "failed", "cancelled"].contains(&op["status"].as_str().unwrap()) {
+                return op;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "operation never finished: {op}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `code` is the error's code, with a message and a help line.
+fn assert_error(got: (u16, Value), status: u16, code: &str) {
+    let (s, body) = got;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (status, Some(code)),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    assert!(
+        body["error"]["help"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+/// The keys `document` requires of the 200 (or 202) response of `method path`.
+fn required_keys(document: &Value, method: &str, path: &str) -> Vec<String> {
+    let responses = &document["paths"][path][method.to_lowercase()]["responses"];
+    let ok = if responses["200"].is_object() {
+        &responses["200"]
+    } else {
+        &responses["202"]
+    };
+    let mut schema = &ok["content"]["application/json"]["schema"];
+    if let Some(r) = schema["$ref"].as_str() {
+        schema = &document["components"]["schemas"][r.rsplit('/').next().unwrap()];
+    }
+    schema["required"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{method} {path}: no schema in the OpenAPI document"))
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn reads_operations_auth_and_errors_over_http() {
+    let dir = common::workspace("lsp");
+    let root = dir.path();
+    let daemon = Daemon::start(root);
+    let openapi = daemon.get("/v1/openapi.json");
+    // Every answer a test reads is held to the document's required keys.
+    let checked = |method: &str, template: &str, body: &Value| {
+        for key in required_keys(&openapi, method, template) {
+            assert!(
+                body.get(&key).is_some(),
+                "{method} {template}: no `{key}` in {body}"
+            );
+        }
+    };
+
+    // Auth: /status is open, everything else needs the token.
+    let (status, body) = daemon.call("GET", "/status", None, None);
+    assert_eq!(
+        (status, &body["status"], &body["models"]),
+        (200, &json!("ok"), &json!(2)),
+        "{body}"
+    );
+    checked("GET", "/status", &body);
+    assert_error(daemon.call("GET", "/v1/check", None, None), 401, "API015");
+    assert_error(
+        daemon.call("GET", "/v1/check", Some("wrong"), None),
+        401,
+        "API015",
+    );
+
+    // Reads are the commands' `--json` documents.
+    let cli = |args: &[&str]| common::run(root, args).json();
+    let check = daemon.get("/v1/check");
+    assert_eq!(check, cli(&["check", "--json"]));
+    checked("GET", "/v1/check", &check);
+    let inspected = daemon.get("/v1/models/shop.orders");
+    assert_eq!(inspected, cli(&["inspect", "shop.orders", "--json"]));
+    checked("GET", "/v1/models/{model}", &inspected);
+    let models = daemon.get("/v1/models");
+    assert_eq!(models, cli(&["list", "--json"]));
+    checked("GET", "/v1/models", &models);
+    let column = daemon.get("/v1/lineage?target=shop.customer_totals.total");
+    assert_eq!(
+        column,
+        cli(&["lineage", "shop.customer_totals.total", "--json"])
+    );
+    let impact = daemon.get("/v1/impact?target=raw.orders.amount");
+    assert_eq!(impact, cli(&["impact", "raw.orders.amount", "--json"]));
+    checked("GET", "/v1/impact", &impact);
+    let graph = daemon.get("/v1/graph");
+    assert_eq!(graph, cli(&["lineage", "--format", "graph"]));
+    checked("GET", "/v1/graph", &graph);
+    let plan = daemon.get("/v1/plan");
+    checked("GET", "/v1/plan", &plan);
+    let building: Vec<&str> = plan["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(building, ["build", "build"], "{plan}");
+
+    // Errors: coded, with a help line.
+    assert_error(
+        daemon.call("GET", "/v1/models/shop.ordrs", Some(TOKEN), None),
+        404,
+        "P008",
+    );
+    assert_error(
+        daemon.call("GET", "/v1/nothing", Some(TOKEN), None),
+        404,
+        "API001",
+    );
+    assert_error(
+        daemon.call("POST", "/v1/check", Some(TOKEN), None),
+        405,
+        "API002",
+    );
+    assert_error(
+        daemon.call("GET", "/v1/state/runs?limit=many", Some(TOKEN), None),
+        400,
+        "API003",
+    );
+    let bad = json!({"kind": "run", "selct": ["x"]});
+    assert_error(
+        daemon.call("POST", "/v1/operations", Some(TOKEN), Some(&bad)),
+        400,
+        "API003",
+    );
+    assert_error(
+        daemon.call("GET", "/v1/operations/nope", Some(TOKEN), None),
+        404,
+        "API004",
+    );
+
+    // A keyed run: queued, then succeeded, its report that of `run --json`.
+    let run = json!({"kind": "run"});
+    let key = [("Idempotency-Key", "first-run")];
+    let (status, op) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
+    assert_eq!((status, &op["status"]), (202, &json!("queued")), "{op}");
+    checked("POST", "/v1/operations", &op);
+    // One mutating operation at a time.
+    let test = json!({"kind": "test"});
+    assert_error(
+        daemon.call("POST", "/v1/operations", Some(TOKEN), Some(&test)),
+        409,
+        "API008",
+    );
+    let id = op["id"].as_str().unwrap().to_string();
+    let done = daemon.finished(&id);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let report = &done["result"];
+    assert_eq!(report["status"], "passed", "{done}");
+    assert_eq!(done["run_id"], report["run_id"], "{done}");
+    assert_eq!(done["progress"]["models_done"], 2, "{done}");
+    assert_eq!(done["progress"]["models_total"], 2, "{done}");
+    assert_error(
+        daemon.call(
+            "POST",
+            &format!("/v1/operations/{id}/cancel"),
+            Some(TOKEN),
+            None,
+        ),
+        409,
+        "API005",
+    );
+    // The state reads see the run.
+    let runs = daemon.get("/v1/state/runs");
+    checked("GET", "/v1/state/runs", &runs);
+    assert_eq!(runs["runs"][0]["run_id"], report["run_id"], "{runs}");
+    let run_id = report["run_id"].as_str().unwrap();
+    let detail = daemon.get(&format!("/v1/state/runs/{run_id}"));
+    assert_eq!(detail, cli(&["state", "show", run_id, "--json"]));
+    checked("GET", "/v1/state/runs/{run}", &detail);
+    // Replaying the key returns the first operation; the key with another request is refused.
+    let (status, again) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
+    assert_eq!((status, &again["id"]), (200, &json!(id)), "{again}");
+    assert_error(
+        daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&test), &key),
+        409,
+        "API016",
+    );
+    // Nothing changed since: the plan now skips both models.
+    let plan = daemon.get("/v1/plan");
+    assert!(
+        plan["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["decision"] == "skip"),
+        "{plan}"
+    );
+
+    // A model file written on disk is compiled without being asked.
+    common::write_file(
+        root,
+        "transforms/shop/big_orders.sql",
+        "select id from shop.orders where amount > 10\n",
+    );
+    let start = Instant::now();
+    while daemon.get("/status")["models"] != 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the new model never showed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let inspected = daemon.get("/v1/models/shop.big_orders");
+    assert_eq!(
+        inspected["upstream"],
+        cli(&["inspect", "shop.big_orders", "--json"])["upstream"]
+    );
+
+    // A restart: the journal keeps every operation and the key still replays (never a second run).
+    drop(daemon);
+    let journal = root.join(".phlo/transform/operations.jsonl");
+    let mut interrupted: Value = serde_json::from_str(
+        std::fs::read_to_string(&journal)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    interrupted["id"] = json!("0190f000-0000-7000-8000-000000000000");
+    interrupted["status"] = json!("running");
+    interrupted["idempotency_key"] = Value::Null;
+    let mut lines = std::fs::read_to_string(&journal).unwrap();
+    lines.push_str(&format!("{interrupted}\n"));
+    std::fs::write(&journal, lines).unwrap();
+    let daemon = Daemon::start(root);
+    let (status, again) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
+    assert_eq!(
+        (status, &again["id"], &again["status"]),
+        (200, &json!(id), &json!("succeeded")),
+        "{again}"
+    );
+    let restored = daemon.get("/v1/operations/0190f000-0000-7000-8000-000000000000");
+    assert_eq!(
+        (&restored["status"], &restored["error"]["code"]),
+        (&json!("failed"), &json!("API009")),
+        "{restored}"
+    );
+    let listed = daemon.get("/v1/operations");
+    assert_eq!(
+        listed["operations"].as_array().unwrap().len(),
+        2,
+        "{listed}"
+    );
+}
