@@ -5,7 +5,7 @@
 
 use clap::Args;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
-use phlo_transform_compiler::{ArtifactDir, Compilation};
+use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::command::{
     ExecutionOptions, FrontEnd, LocalFuture, PendingArtifacts, PendingRun, PlanFrontEnd,
@@ -203,17 +203,8 @@ impl FrontEnd for CommandLine<'_> {
 impl PlanFrontEnd for CommandLine<'_> {
     /// On a thread of its own: the compilation lives as long as the process.
     fn start_compile_artifacts(&self, lineage: LineageArtifacts) -> PendingArtifacts {
-        let c = self.c;
-        let (artifacts, warehouse) = (self.paths.artifacts.clone(), self.paths.warehouse.clone());
-        let write = std::thread::spawn(move || {
-            phlo_transform_openlineage::write_compile_artifacts(
-                &ArtifactDir::new(&artifacts),
-                c,
-                &warehouse,
-                lineage,
-            )
-        });
-        PendingArtifacts::new(move || write.join().expect("the artifact thread does not panic"))
+        let paths = self.paths;
+        PendingArtifacts::write_in_background(self.c, &paths.artifacts, &paths.warehouse, lineage)
     }
 
     fn interrupted(&self, runs: &[String]) {

@@ -12,6 +12,7 @@
 
 mod api_error;
 mod context;
+mod document;
 mod http;
 mod openapi;
 mod operations;

@@ -9,7 +9,7 @@ use crate::http::Call;
 use phlo_transform_adapter::Purpose;
 use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
-use phlo_transform_core::{Diagnostic, Envelope};
+use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect_command::{self, InspectOptions, Inspected};
 use phlo_transform_exec::{history, planning};
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
@@ -21,11 +21,7 @@ use serde_json::Value;
 pub type Read = Result<Value, ApiError>;
 
 fn envelope(report: &impl Serialize, diagnostics: &[Diagnostic]) -> Read {
-    serde_json::to_value(Envelope {
-        report,
-        diagnostics,
-    })
-    .map_err(|e| ApiError::bad_request(format!("the report cannot be serialised: {e}")))
+    Ok(crate::document::envelope(report, diagnostics))
 }
 
 /// The selection of `select`, `exclude`, `tag` and `workflow` (each repeatable or

@@ -138,9 +138,30 @@ pub trait FrontEnd {
 pub struct PendingArtifacts(Box<dyn FnOnce() -> Result<(), Diagnostic>>);
 
 impl PendingArtifacts {
-    /// Artifacts whose write ends with what `wait` returns.
-    pub fn new(wait: impl FnOnce() -> Result<(), Diagnostic> + 'static) -> PendingArtifacts {
-        PendingArtifacts(Box::new(wait))
+    /// Writes `c`'s compile artifacts into `artifacts` (the lineage documents as `lineage`
+    /// says) on a thread of its own. `c` is whatever keeps the compilation alive for that
+    /// thread: the command line's leaked `&'static`, the daemon's `Arc`.
+    pub fn write_in_background<C>(
+        c: C,
+        artifacts: &Path,
+        warehouse: &Path,
+        lineage: LineageArtifacts,
+    ) -> PendingArtifacts
+    where
+        C: std::ops::Deref<Target = Compilation> + Send + 'static,
+    {
+        let (artifacts, warehouse) = (artifacts.to_path_buf(), warehouse.to_path_buf());
+        let write = std::thread::spawn(move || {
+            phlo_transform_openlineage::write_compile_artifacts(
+                &ArtifactDir::new(&artifacts),
+                &c,
+                &warehouse,
+                lineage,
+            )
+        });
+        PendingArtifacts(Box::new(move || {
+            write.join().expect("the artifact thread does not panic")
+        }))
     }
 
     /// Waits for the write to end.

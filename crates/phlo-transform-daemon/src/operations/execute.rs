@@ -8,10 +8,11 @@ use super::operation::{now, Kind, Operation, Status};
 use super::registry::Operations;
 use crate::api_error::ErrorBody;
 use crate::context::Context;
+use crate::document::{envelope, Nothing};
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation};
-use phlo_transform_core::{Diagnostic, Envelope};
+use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::command::{
     execute_plan, ExecutionOptions, FrontEnd, LocalFuture, PendingArtifacts, PendingRun,
     PlanCommand, PlanFrontEnd, PlanRequest,
@@ -75,18 +76,6 @@ fn execute_one(cx: &Context, operations: &Operations, id: &str) {
         },
     };
     operations.update(id, |o| o.finish(status, result, error));
-}
-
-/// A report without fields: an operation that stopped holds only diagnostics.
-#[derive(serde::Serialize)]
-struct Nothing {}
-
-fn envelope(report: &impl serde::Serialize, diagnostics: &[Diagnostic]) -> Value {
-    serde_json::to_value(Envelope {
-        report,
-        diagnostics,
-    })
-    .expect("reports serialise")
 }
 
 fn reload(cx: &Context) -> (Status, Option<Value>, Option<ErrorBody>) {
@@ -198,20 +187,13 @@ impl FrontEnd for Daemon<'_> {
 
 impl PlanFrontEnd for Daemon<'_> {
     fn start_compile_artifacts(&self, lineage: LineageArtifacts) -> PendingArtifacts {
-        let c = self.c.clone();
-        let (artifacts, warehouse) = (
-            self.cx.files.artifacts.clone(),
-            self.cx.files.warehouse.clone(),
-        );
-        let write = std::thread::spawn(move || {
-            phlo_transform_openlineage::write_compile_artifacts(
-                &ArtifactDir::new(&artifacts),
-                &c,
-                &warehouse,
-                lineage,
-            )
-        });
-        PendingArtifacts::new(move || write.join().expect("the artifact thread does not panic"))
+        let files = &self.cx.files;
+        PendingArtifacts::write_in_background(
+            self.c.clone(),
+            &files.artifacts,
+            &files.warehouse,
+            lineage,
+        )
     }
 
     fn planned(&self, plan: &Plan) {

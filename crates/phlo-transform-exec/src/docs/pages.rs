@@ -9,6 +9,25 @@ use super::svg::lineage_svg;
 use crate::inspect::SourceInspection;
 
 /// A link from a page in `models/` or `sources/` to a dependency's page.
+/// A `<ul>` of links to `items`' pages, or "nothing".
+fn link_list(body: &mut String, items: impl Iterator<Item = Dependency>) {
+    body.push_str("<ul>\n");
+    let mut any = false;
+    for d in items {
+        any = true;
+        body.push_str(&format!("<li>{}</li>\n", dependency_link(&d)));
+    }
+    if !any {
+        body.push_str("<li class=\"none\">nothing</li>\n");
+    }
+    body.push_str("</ul>\n");
+}
+
+/// Model names as dependencies to link to.
+fn models<S: ToString>(names: &[S]) -> impl Iterator<Item = Dependency> + '_ {
+    names.iter().map(|n| Dependency::Model(n.to_string()))
+}
+
 fn dependency_link(d: &Dependency) -> String {
     match d {
         Dependency::Model(n) => format!(
@@ -134,24 +153,11 @@ pub fn model(site: &Site, m: &ModelDoc) -> String {
     }
     body.push_str("<h2 id=\"lineage\">Column lineage</h2>\n");
     body.push_str(&lineage_svg(&m.columns, &href));
-    body.push_str("<h2 id=\"upstream\">Upstream</h2>\n<ul>\n");
-    for d in &i.depends_on {
-        body.push_str(&format!("<li>{}</li>\n", dependency_link(d)));
-    }
-    if i.depends_on.is_empty() {
-        body.push_str("<li class=\"none\">nothing</li>\n");
-    }
-    body.push_str("</ul>\n<h2 id=\"downstream\">Downstream</h2>\n<ul>\n");
-    for d in &i.used_by {
-        body.push_str(&format!(
-            "<li>{}</li>\n",
-            dependency_link(&Dependency::Model(d.to_string()))
-        ));
-    }
-    if i.used_by.is_empty() {
-        body.push_str("<li class=\"none\">nothing</li>\n");
-    }
-    body.push_str("</ul>\n<h2 id=\"tests\">Tests</h2>\n");
+    body.push_str("<h2 id=\"upstream\">Upstream</h2>\n");
+    link_list(&mut body, i.depends_on.iter().cloned());
+    body.push_str("<h2 id=\"downstream\">Downstream</h2>\n");
+    link_list(&mut body, models(&i.used_by));
+    body.push_str("<h2 id=\"tests\">Tests</h2>\n");
     if m.tests.is_empty() {
         body.push_str("<p class=\"none\">No tests.</p>\n");
     } else {
@@ -239,17 +245,8 @@ pub fn source(s: &SourceInspection) -> String {
         }
         None => body.push_str("<p class=\"none\">Schema unknown.</p>\n"),
     }
-    body.push_str("<h2 id=\"downstream\">Read by</h2>\n<ul>\n");
-    for m in &s.used_by {
-        body.push_str(&format!(
-            "<li>{}</li>\n",
-            dependency_link(&Dependency::Model(m.to_string()))
-        ));
-    }
-    if s.used_by.is_empty() {
-        body.push_str("<li class=\"none\">nothing</li>\n");
-    }
-    body.push_str("</ul>\n");
+    body.push_str("<h2 id=\"downstream\">Read by</h2>\n");
+    link_list(&mut body, models(&s.used_by));
     page(s.name, "../", &body, &[])
 }
 
