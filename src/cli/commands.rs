@@ -101,12 +101,7 @@ pub async fn daemon(
     poll: std::time::Duration,
 ) -> u8 {
     let config = phlo_transform_daemon::DaemonConfig {
-        files: phlo_transform_exec::target::WorkspaceFiles {
-            root: paths.root.clone(),
-            artifacts: paths.artifacts.clone(),
-            warehouse: paths.warehouse.clone(),
-            state: paths.state.clone(),
-        },
+        files: workspace_files(paths),
         adapter: paths.adapter.clone(),
         listen,
         token,
@@ -118,17 +113,51 @@ pub async fn daemon(
             signals.next().await;
         }
     };
-    let served =
+    served(
+        "daemon",
         tokio::task::spawn_blocking(move || phlo_transform_daemon::serve(config, runtime, stopped))
-            .await;
-    match served {
+            .await,
+    )
+}
+
+/// The MCP server, until the client closes stdin. stdout is the protocol's; what stops it
+/// from starting is on stderr.
+pub async fn mcp(paths: &Paths, poll: std::time::Duration) -> u8 {
+    let config = phlo_transform_daemon::mcp::McpConfig {
+        files: workspace_files(paths),
+        adapter: paths.adapter.clone(),
+        poll,
+    };
+    let runtime = tokio::runtime::Handle::current();
+    served(
+        "MCP server",
+        tokio::task::spawn_blocking(move || phlo_transform_daemon::mcp::serve_mcp(config, runtime))
+            .await,
+    )
+}
+
+fn workspace_files(paths: &Paths) -> phlo_transform_exec::target::WorkspaceFiles {
+    phlo_transform_exec::target::WorkspaceFiles {
+        root: paths.root.clone(),
+        artifacts: paths.artifacts.clone(),
+        warehouse: paths.warehouse.clone(),
+        state: paths.state.clone(),
+    }
+}
+
+/// The exit code of a server that ran on a blocking thread.
+fn served(
+    what: &str,
+    result: Result<Result<(), phlo_transform_core::Diagnostic>, tokio::task::JoinError>,
+) -> u8 {
+    match result {
         Ok(Ok(())) => EXIT_OK,
         Ok(Err(d)) => {
             eprintln!("error[{}]: {}", d.code, d.message);
             EXIT_ERRORS
         }
         Err(e) => {
-            eprintln!("error: the daemon stopped unexpectedly: {e}");
+            eprintln!("error: the {what} stopped unexpectedly: {e}");
             EXIT_ERRORS
         }
     }

@@ -7,6 +7,7 @@ mod environments;
 mod execute;
 mod explain;
 mod explain_code;
+mod gates;
 mod lineage;
 mod progress;
 mod render;
@@ -100,6 +101,14 @@ pub enum Command {
             hide_env_values = true
         )]
         token: Option<String>,
+        /// How often the workspace's files are checked for changes, in milliseconds.
+        #[arg(long, default_value_t = 500, value_name = "MS")]
+        poll_ms: u64,
+    },
+    /// Serve the agents' questions (depends on, column origin, what breaks, what changed, why
+    /// rebuild, what a pull request changes, failures, schema, consumers, gates) as Model
+    /// Context Protocol tools on stdin/stdout, over one live compilation (docs/daemon.md).
+    Mcp {
         /// How often the workspace's files are checked for changes, in milliseconds.
         #[arg(long, default_value_t = 500, value_name = "MS")]
         poll_ms: u64,
@@ -204,7 +213,13 @@ pub enum Command {
         #[command(flatten)]
         scope: selection::ScopeArgs,
     },
-    /// Query the state database: recent runs, one run's nodes, one model's history.
+    /// The quality gates: every data test with its newest result, the contracts and the
+    /// source freshness requirements (of one model when named).
+    Gates {
+        /// A model (`shared.orders`): only the gates on it.
+        model: Option<String>,
+    },
+    /// Query the state database: recent runs, one run's nodes, one model's history, failures.
     State {
         #[command(subcommand)]
         command: state::StateCommand,
@@ -367,6 +382,10 @@ pub async fn dispatch(cli: Cli) -> u8 {
             let poll = std::time::Duration::from_millis(poll_ms.max(10));
             commands::daemon(&paths, listen, token, poll).await
         }
+        Command::Mcp { poll_ms } => {
+            let poll = std::time::Duration::from_millis(poll_ms.max(10));
+            commands::mcp(&paths, poll).await
+        }
         Command::Fmt { check, targets } => commands::fmt(&paths, &targets, check, json),
         Command::List { selection } => commands::list(&paths, &selection.spec(), json).await,
         Command::Inspect { model, config, sql } => {
@@ -427,6 +446,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Impact { target, scope } => {
             lineage::impact(&paths, target.as_deref(), &scope, json).await
         }
+        Command::Gates { model } => gates::gates(&paths, model.as_deref(), json).await,
         Command::State { command } => state::dispatch(&paths, command, json).await,
         Command::Diff { args } => diff::diff(&paths, &args, json).await,
         Command::Review { args } => review::review(&paths, &args, json).await,

@@ -1,4 +1,4 @@
-//! `phlo-transform state runs | show <run> | model <model>` (SPEC §77): the state database
+//! `phlo-transform state runs | show <run> | model <model> | failures` (SPEC §77): the state database
 //! queried: parse, call `phlo_transform_exec::history`, render.
 
 use clap::Subcommand;
@@ -28,6 +28,12 @@ pub enum StateCommand {
         #[arg(long, short = 'n', default_value_t = 20)]
         limit: i64,
     },
+    /// The models and tests that failed in the newest runs, newest first, with their errors.
+    Failures {
+        /// How many runs to read.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: i64,
+    },
 }
 
 pub async fn dispatch(paths: &Paths, command: StateCommand, json: bool) -> u8 {
@@ -50,6 +56,9 @@ pub async fn dispatch(paths: &Paths, command: StateCommand, json: bool) -> u8 {
                 .await
                 .map(|r| out.report(&r))
         }
+        StateCommand::Failures { limit } => history::failures(store.as_ref(), limit.max(1))
+            .await
+            .map(|r| out.report(&r)),
     };
     match shown {
         Ok(()) => EXIT_OK,

@@ -74,6 +74,22 @@ impl Call {
         })
     }
 
+    /// A `GET` read asked for by another front end (the MCP server) with `query`.
+    pub fn get(query: impl IntoIterator<Item = (String, String)>) -> Call {
+        let mut parsed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in query {
+            parsed.entry(k).or_default().push(v);
+        }
+        Call {
+            method: "GET".into(),
+            path: Vec::new(),
+            query: parsed,
+            bearer: None,
+            idempotency_key: None,
+            body: Vec::new(),
+        }
+    }
+
     /// The query parameter `name` (its last value).
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query

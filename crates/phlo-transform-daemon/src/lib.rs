@@ -4,7 +4,9 @@
 //!
 //! - reads (`GET /v1/...`, [`reads`]): the documents the commands print with `--json`;
 //! - operations (`POST /v1/operations`, [`operations`]): run, test, resume, retry_failed and
-//!   reload, journaled, one at a time, cancellable.
+//!   reload, journaled, one at a time, cancellable;
+//! - `phlo-transform mcp` ([`mcp`]): the agents' questions as MCP tools over stdio, each
+//!   answered by one of the reads.
 //!
 //! Every answer comes from the library call the command line makes; this crate decodes,
 //! routes and encodes. Bound to 127.0.0.1 unless told otherwise; `--token` guards all but
@@ -14,6 +16,7 @@ mod api_error;
 mod context;
 mod document;
 mod http;
+pub mod mcp;
 mod openapi;
 mod operations;
 mod reads;

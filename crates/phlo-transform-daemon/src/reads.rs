@@ -11,7 +11,7 @@ use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect_command::{self, InspectOptions, Inspected};
-use phlo_transform_exec::{history, planning};
+use phlo_transform_exec::{gates, history, planning};
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 use phlo_transform_plan::SelectorSpec;
 use serde::Serialize;
@@ -186,5 +186,27 @@ pub fn model_history(cx: &Context, call: &Call, model: &str) -> Read {
     cx.runtime.block_on(async {
         let store = target.open_state_read_only().await?;
         envelope(&history::model(store.as_ref(), model, limit).await?, &[])
+    })
+}
+
+/// `GET /v1/state/failures?limit=`: `state failures --json`.
+pub fn failures(cx: &Context, call: &Call) -> Read {
+    let limit = call.number("limit", 20)?.max(1);
+    let target = cx.target(None);
+    cx.runtime.block_on(async {
+        let store = target.open_state_read_only().await?;
+        envelope(&history::failures(store.as_ref(), limit).await?, &[])
+    })
+}
+
+/// `GET /v1/gates[?model=]`: `gates [<model>] --json`.
+pub fn gates(cx: &Context, call: &Call) -> Read {
+    let published = cx.snapshot()?;
+    let c = &published.compilation;
+    let target = cx.target(None);
+    cx.runtime.block_on(async {
+        let store = target.open_state_read_only().await?;
+        let report = gates::gates(c, store.as_ref(), call.param("model")).await?;
+        envelope(&report, &all_diagnostics(c))
     })
 }

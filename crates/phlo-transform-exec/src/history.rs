@@ -8,6 +8,7 @@ use phlo_transform_state::{
     StateError, StateStore,
 };
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// `state runs`.
 #[derive(Serialize)]
@@ -35,6 +36,30 @@ pub struct ModelReport {
     pub materializations: Vec<MaterializedVersion>,
     /// The model's result in each recent run, newest first.
     pub history: Vec<ModelRunRecord>,
+}
+
+/// What failed in the newest runs: the agents' "which models failed previously?".
+#[derive(Serialize)]
+pub struct FailuresReport {
+    /// The runs read, newest first.
+    pub runs: usize,
+    /// Failed or errored models and tests, newest run first.
+    pub failures: Vec<Failure>,
+}
+
+/// One failed node of one run.
+#[derive(Serialize)]
+pub struct Failure {
+    pub run_id: String,
+    pub environment: String,
+    pub run_started_at: String,
+    #[serde(flatten)]
+    pub node: NodeRecord,
+}
+
+/// Whether a node's status is a failure (`failed`, or `error` for a test that could not run).
+fn failed(status: &str) -> bool {
+    matches!(status, "failed" | "error")
 }
 
 fn unavailable(e: StateError) -> Diagnostic {
@@ -107,4 +132,49 @@ pub async fn model(
         materializations,
         history,
     })
+}
+
+/// The failed models and tests of the newest `limit` runs.
+pub async fn failures(store: &dyn StateStore, limit: i64) -> Result<FailuresReport, Diagnostic> {
+    let runs = store.run_summaries(limit).await.map_err(unavailable)?;
+    let mut failures = Vec::new();
+    for summary in &runs {
+        let run = &summary.run;
+        let nodes = store.run_nodes(&run.run_id).await.map_err(unavailable)?;
+        failures.extend(
+            nodes
+                .into_iter()
+                .filter(|n| failed(&n.status))
+                .map(|node| Failure {
+                    run_id: run.run_id.clone(),
+                    environment: run.environment.clone(),
+                    run_started_at: run.started_at.clone(),
+                    node,
+                }),
+        );
+    }
+    Ok(FailuresReport {
+        runs: runs.len(),
+        failures,
+    })
+}
+
+/// The newest result of every test over the newest `limit` runs, with its run's id, and how
+/// many runs were read.
+pub async fn last_test_results(
+    store: &dyn StateStore,
+    limit: i64,
+) -> Result<(usize, BTreeMap<String, (String, NodeRecord)>), Diagnostic> {
+    let runs = store.run_summaries(limit).await.map_err(unavailable)?;
+    let mut last = BTreeMap::new();
+    for summary in &runs {
+        let run_id = &summary.run.run_id;
+        for t in store.run_nodes(run_id).await.map_err(unavailable)? {
+            if t.kind == "test" {
+                last.entry(t.node.clone())
+                    .or_insert_with(|| (run_id.clone(), t));
+            }
+        }
+    }
+    Ok((runs.len(), last))
 }

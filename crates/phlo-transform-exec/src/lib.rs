@@ -15,6 +15,7 @@ pub mod docs;
 pub mod environments;
 pub mod explain;
 mod failure;
+pub mod gates;
 pub mod history;
 pub mod inspect;
 pub mod inspect_command;

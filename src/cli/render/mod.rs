@@ -10,6 +10,7 @@ mod diff;
 mod environments;
 mod explain;
 mod format;
+mod gates;
 mod inspect;
 mod lineage;
 mod lineage_diff;

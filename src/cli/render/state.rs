@@ -1,7 +1,7 @@
-//! `state runs | show | model`: the state database's reports.
+//! `state runs | show | model | failures`: the state database's reports.
 
 use super::Report;
-use phlo_transform_exec::history::{ModelReport, RunDetail, RunsReport};
+use phlo_transform_exec::history::{FailuresReport, ModelReport, RunDetail, RunsReport};
 use phlo_transform_state::NodeRecord;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -21,6 +21,12 @@ impl Report for RunDetail {
 impl Report for ModelReport {
     fn human(&self) -> String {
         render_model(self)
+    }
+}
+
+impl Report for FailuresReport {
+    fn human(&self) -> String {
+        render_failures(self)
     }
 }
 
@@ -178,6 +184,33 @@ fn render_model(r: &ModelReport) -> String {
         );
         if let (Some(code), Some(message)) = (&h.node.error_code, &h.node.error_message) {
             let _ = writeln!(out, "      error[{code}]: {message}");
+        }
+    }
+    out
+}
+
+fn render_failures(r: &FailuresReport) -> String {
+    let mut out = String::new();
+    if r.failures.is_empty() {
+        let _ = writeln!(out, "Nothing failed in the last {} runs.", r.runs);
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{} failures in the last {} runs, newest first:",
+        r.failures.len(),
+        r.runs
+    );
+    for f in &r.failures {
+        let n = &f.node;
+        let _ = writeln!(
+            out,
+            "  {:<6} {:<8} {}  run {} ({}, {})",
+            n.kind, n.status, n.node, f.run_id, f.environment, f.run_started_at
+        );
+        if let Some(message) = &n.error_message {
+            let code = n.error_code.as_deref().unwrap_or("-");
+            let _ = writeln!(out, "         error[{code}]: {message}");
         }
     }
     out

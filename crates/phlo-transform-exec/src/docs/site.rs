@@ -62,7 +62,7 @@ impl<'c> Site<'c> {
     /// Reads what the state records of `c`'s models and tests; a state without runs gives
     /// pages that say "never run".
     pub async fn gather(c: &'c Compilation, store: &dyn StateStore) -> Result<Self, Diagnostic> {
-        let (runs, last_tests) = last_test_results(store).await?;
+        let (runs, last_tests) = history::last_test_results(store, TEST_RUNS).await?;
         let mut models = Vec::with_capacity(c.models.len());
         for i in 0..c.models.len() {
             models.push(model_doc(c, i, store, &last_tests).await?);
@@ -81,22 +81,6 @@ impl<'c> Site<'c> {
             runs,
         })
     }
-}
-
-/// The newest result of every test over the newest runs, and how many runs there are.
-async fn last_test_results(
-    store: &dyn StateStore,
-) -> Result<(usize, BTreeMap<String, (String, NodeRecord)>), Diagnostic> {
-    let runs = history::runs(store, String::new(), TEST_RUNS).await?;
-    let mut last = BTreeMap::new();
-    for run in &runs.runs {
-        let detail = history::show(store, &run.run.run_id).await?;
-        for t in detail.tests {
-            last.entry(t.node.clone())
-                .or_insert_with(|| (run.run.run_id.clone(), t));
-        }
-    }
-    Ok((runs.runs.len(), last))
 }
 
 async fn model_doc<'c>(
