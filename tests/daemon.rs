@@ -298,6 +298,12 @@ fn reads_operations_auth_and_errors_over_http() {
     let detail = daemon.get(&format!("/v1/state/runs/{run_id}"));
     assert_eq!(detail, cli(&["state", "show", run_id, "--json"]));
     checked("GET", "/v1/state/runs/{run}", &detail);
+    let failures = daemon.get("/v1/state/failures");
+    assert_eq!(failures, cli(&["state", "failures", "--json"]));
+    checked("GET", "/v1/state/failures", &failures);
+    let gates = daemon.get("/v1/gates?model=shop.orders");
+    assert_eq!(gates, cli(&["gates", "shop.orders", "--json"]));
+    checked("GET", "/v1/gates", &gates);
     // Replaying the key returns the first operation; the key with another request is refused.
     let (status, again) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
     assert_eq!((status, &again["id"]), (200, &json!(id)), "{again}");
