@@ -192,12 +192,12 @@ fn render_model(r: &ModelReport) -> String {
 fn render_failures(r: &FailuresReport) -> String {
     let mut out = String::new();
     if r.failures.is_empty() {
-        let _ = writeln!(out, "Nothing failed in the last {} runs.", r.runs);
+        let _ = writeln!(out, "Nothing failed in the last {} run(s).", r.runs);
         return out;
     }
     let _ = writeln!(
         out,
-        "{} failures in the last {} runs, newest first:",
+        "{} failed node(s) in the last {} run(s), newest first:",
         r.failures.len(),
         r.runs
     );
