@@ -380,3 +380,70 @@ fn reads_operations_auth_and_errors_over_http() {
         "{listed}"
     );
 }
+
+/// `POST /v1/operations/<id>/cancel` on a run whose model sleeps on PostgreSQL: the operation
+/// ends cancelled and the server no longer runs its query (the daemon cancels it there, as
+/// Ctrl-C does on the command line). The query sleeps for ten minutes, past `finished`'s
+/// two-minute wait, so an operation that only ends when the query does fails the test.
+#[test]
+fn cancelling_a_run_cancels_its_query_on_postgres() {
+    let pg = phlo_transform_state::testing::PgTestDb::create_blocking();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    let toml = format!("[adapter]\ntype = \"postgres\"\nurl = \"{}\"\n", pg.url());
+    common::write_file(root, "phlo.toml", &toml);
+    common::write_file(
+        root,
+        "transforms/x/slow.sql",
+        "-- @table\nselect 1 as id from (select pg_sleep(600)) as s\n",
+    );
+    let sleeping = || -> i64 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(pg.url()).await.unwrap();
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' \
+                     AND state = 'active' AND pid <> pg_backend_pid()",
+                )
+                .fetch_one(&mut conn)
+                .await
+                .unwrap()
+            })
+    };
+    let daemon = Daemon::start(root);
+    let (status, op) = daemon.call(
+        "POST",
+        "/v1/operations",
+        Some(TOKEN),
+        Some(&json!({"kind": "run"})),
+    );
+    assert_eq!(status, 202, "{op}");
+    let id = op["id"].as_str().unwrap().to_string();
+    let start = Instant::now();
+    while sleeping() == 0 {
+        let op = daemon.get(&format!("/v1/operations/{id}"));
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the model's query never reached the server: {op}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, cancelling) = daemon.call(
+        "POST",
+        &format!("/v1/operations/{id}/cancel"),
+        Some(TOKEN),
+        None,
+    );
+    assert_eq!(status, 202, "{cancelling}");
+    let done = daemon.finished(&id);
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(
+        sleeping(),
+        0,
+        "the server still runs the cancelled query: {done}"
+    );
+}
