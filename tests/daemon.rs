@@ -384,9 +384,11 @@ fn reads_operations_auth_and_errors_over_http() {
 /// `POST /v1/operations/<id>/cancel` on a run whose model sleeps on PostgreSQL: the operation
 /// ends cancelled and the server no longer runs its query (the daemon cancels it there, as
 /// Ctrl-C does on the command line). The query sleeps for ten minutes, past `finished`'s
-/// two-minute wait, so an operation that only ends when the query does fails the test.
+/// two-minute wait, so an operation that only ends when the query does fails the test. Then
+/// a keyed run killed with SIGKILL mid-query is, after a restart, answered by its key as
+/// interrupted (API009) and never run again.
 #[test]
-fn cancelling_a_run_cancels_its_query_on_postgres() {
+fn cancelling_or_killing_a_run_on_postgres() {
     let pg = phlo_transform_state::testing::PgTestDb::create_blocking();
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
@@ -445,5 +447,45 @@ fn cancelling_a_run_cancels_its_query_on_postgres() {
         sleeping(),
         0,
         "the server still runs the cancelled query: {done}"
+    );
+
+    // kill -9 while a keyed run is in flight: after the restart the key answers with that
+    // operation, failed as interrupted, and nothing runs a second time.
+    let key = [("Idempotency-Key", "killed-run")];
+    let run = json!({"kind": "run"});
+    let (status, op) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
+    assert_eq!(status, 202, "{op}");
+    let start = Instant::now();
+    while sleeping() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the keyed run never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(daemon);
+    let daemon = Daemon::start(root);
+    let (status, again) = daemon.call_with("POST", "/v1/operations", Some(TOKEN), Some(&run), &key);
+    assert_eq!(
+        (
+            status,
+            &again["id"],
+            &again["status"],
+            &again["error"]["code"]
+        ),
+        (200, &op["id"], &json!("failed"), &json!("API009")),
+        "{again}"
+    );
+    let listed = daemon.get("/v1/operations");
+    let statuses: Vec<&str> = listed["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.len(), 2, "{listed}");
+    assert!(
+        !statuses.contains(&"queued") && !statuses.contains(&"running"),
+        "{listed}"
     );
 }
