@@ -4,9 +4,11 @@
 
 use crate::api_error::ApiError;
 use phlo_transform_core::diagnostic::codes;
+use phlo_transform_exec::inspect_command::InspectContext;
 use phlo_transform_exec::target::{CommandTarget, WorkspaceFiles};
 use phlo_transform_live::{LiveWorkspace, Published};
-use std::sync::Arc;
+use phlo_transform_state::StateLocation;
+use std::sync::{Arc, Mutex};
 
 pub struct Context {
     pub files: WorkspaceFiles,
@@ -15,9 +17,50 @@ pub struct Context {
     pub live: LiveWorkspace,
     /// The runtime of the command line's process: request threads `block_on` it.
     pub runtime: tokio::runtime::Handle,
+    /// What inspecting a model of main opens, for the generation it was opened for: opening
+    /// the state and the engine is most of an inspection's cost, and nothing it keeps changes
+    /// within a generation (see [`InspectContext`]).
+    inspecting: Mutex<Option<(u64, Arc<InspectContext>)>>,
 }
 
 impl Context {
+    pub fn new(
+        files: WorkspaceFiles,
+        adapter: Option<String>,
+        live: LiveWorkspace,
+        runtime: tokio::runtime::Handle,
+    ) -> Context {
+        Context {
+            files,
+            adapter,
+            live,
+            runtime,
+            inspecting: Mutex::new(None),
+        }
+    }
+
+    /// The inspection context of `published` on main, opened once per generation. A SQLite
+    /// state that does not exist yet is opened again each time, so that the first run's
+    /// records are seen as soon as they are written.
+    pub async fn inspect_context(
+        &self,
+        published: &Published,
+    ) -> Result<Arc<InspectContext>, ApiError> {
+        let generation = published.generation;
+        if let Some((g, opened)) = &*self.inspecting.lock().expect("not poisoned") {
+            if *g == generation {
+                return Ok(opened.clone());
+            }
+        }
+        let target = self.target(None);
+        let opened = Arc::new(InspectContext::open(&published.compilation, &target).await?);
+        let lasting = !matches!(&self.files.state, StateLocation::Sqlite(p) if !p.exists());
+        if lasting {
+            *self.inspecting.lock().expect("not poisoned") = Some((generation, opened.clone()));
+        }
+        Ok(opened)
+    }
+
     /// Where a read or an operation runs: the workspace's files, `environment` (`None`: main).
     pub fn target<'a>(&'a self, environment: Option<&'a str>) -> CommandTarget<'a> {
         CommandTarget {

@@ -73,12 +73,12 @@ pub fn serve(
         .with_help("pass a free address with --listen (port 0 picks one)")
     })?;
     let server = Arc::new(server);
-    let cx = Arc::new(Context {
-        files: config.files,
-        adapter: config.adapter,
+    let cx = Arc::new(Context::new(
+        config.files,
+        config.adapter,
         live,
-        runtime: runtime.clone(),
-    });
+        runtime.clone(),
+    ));
     let daemon = Arc::new(routes::Daemon {
         cx: cx.clone(),
         operations: operations.clone(),

@@ -66,10 +66,18 @@ pub fn inspect(cx: &Context, call: &Call, name: &str) -> Read {
         config: call.flag("config")?,
         sql: call.flag("sql")?,
     };
-    let target = cx.target(call.param("environment"));
-    let inspected = cx
-        .runtime
-        .block_on(inspect_command::inspect(c, &target, name, options))?;
+    let inspected = cx.runtime.block_on(async {
+        match call.param("environment") {
+            None => {
+                let opened = cx.inspect_context(&published).await?;
+                inspect_command::inspect_with(c, &opened, name, options).await
+            }
+            Some(environment) => {
+                inspect_command::inspect(c, &cx.target(Some(environment)), name, options).await
+            }
+        }
+        .map_err(ApiError::from)
+    })?;
     let diagnostics = inspected.diagnostics(c);
     match &inspected {
         Inspected::Model(report) => envelope(report.as_ref(), &diagnostics),

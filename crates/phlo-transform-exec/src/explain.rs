@@ -5,7 +5,6 @@ use crate::environments::{Binding, MAIN_ENVIRONMENT};
 use crate::target::CommandTarget;
 use phlo_transform_adapter::{Adapter, Purpose};
 use phlo_transform_compiler::{Compilation, Dependency};
-use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::schema_change::SchemaChange;
 use phlo_transform_plan::{PlannedModel, SelectorSpec};
@@ -40,14 +39,7 @@ pub async fn recorded(
 ) -> Result<Option<MaterializedVersion>, Diagnostic> {
     match binding {
         Some(b) => b.recorded(store, model_id).await,
-        None => store
-            .materializations(environment)
-            .await
-            .map(|mut all| all.remove(model_id))
-            .map_err(|e| {
-                Diagnostic::error(codes::STATE_UNAVAILABLE, e.message)
-                    .with_help("check the state database")
-            }),
+        None => crate::environments::binding::own_record(store, environment, model_id).await,
     }
 }
 

@@ -14,7 +14,10 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_project::Materialization;
 
-use crate::environments::MAIN_ENVIRONMENT;
+use phlo_transform_state::StateStore;
+use std::sync::Arc;
+
+use crate::environments::{Binding, MAIN_ENVIRONMENT};
 use crate::inspect::{ModelInspection, ModelSql, SourceInspection};
 use crate::target::CommandTarget;
 
@@ -58,6 +61,42 @@ impl Inspected<'_> {
     }
 }
 
+/// What inspecting a model opens where a target runs: the state (when it can be read), the
+/// environment's binding, and the engine (when it opens), which only names relations. Opened
+/// once, it serves any number of inspections of one compilation: the daemon keeps one per
+/// generation, since naming follows the configuration and every record is read afresh from
+/// the store at each inspection.
+pub struct InspectContext {
+    store: Option<Arc<dyn StateStore>>,
+    binding: Option<Binding>,
+    engine: Result<Arc<dyn Adapter>, Diagnostic>,
+}
+
+impl InspectContext {
+    /// Opens what [`inspect_with`] reads for `c` where `target` runs. Only a binding that
+    /// cannot be made fails it; an unreadable state or an engine that does not open degrade.
+    pub async fn open(
+        c: &Compilation,
+        target: &CommandTarget<'_>,
+    ) -> Result<InspectContext, Diagnostic> {
+        // Naming needs the adapter, and the adapter's environment needs the state.
+        let store = target.open_state_read_only().await.ok();
+        let binding = match &store {
+            Some(store) => target.bind(c, store.clone()).await?,
+            None => None,
+        };
+        let engine = target
+            .open_engine(c, binding.as_ref(), Purpose::Plan)
+            .await
+            .map(|(engine, _)| engine);
+        Ok(InspectContext {
+            store,
+            binding,
+            engine,
+        })
+    }
+}
+
 /// Inspects the model or source `name` of `c` where `target` runs (see the module's
 /// documentation for what degrades and what fails). A name that is no model's but a source's
 /// shows the source; neither is P008 (or L006 for a name several models end with).
@@ -67,40 +106,56 @@ pub async fn inspect<'c>(
     name: &str,
     options: InspectOptions,
 ) -> Result<Inspected<'c>, Diagnostic> {
+    if let Err(not_a_model) = c.resolve_model(name) {
+        // A source, or P008: nothing to open.
+        return inspect_source(c, name, not_a_model);
+    }
+    let opened = InspectContext::open(c, target).await?;
+    inspect_with(c, &opened, name, options).await
+}
+
+/// The source `name`, else `not_a_model` (why it names no model).
+fn inspect_source<'c>(
+    c: &'c Compilation,
+    name: &str,
+    not_a_model: Diagnostic,
+) -> Result<Inspected<'c>, Diagnostic> {
+    SourceInspection::new(c, name)
+        .map(Inspected::Source)
+        .ok_or(not_a_model)
+}
+
+/// [`inspect`] with what it opens already opened.
+pub async fn inspect_with<'c>(
+    c: &'c Compilation,
+    opened: &InspectContext,
+    name: &str,
+    options: InspectOptions,
+) -> Result<Inspected<'c>, Diagnostic> {
     let i = match c.resolve_model(name) {
         Ok(i) => i,
-        Err(d) => {
-            return SourceInspection::new(c, name)
-                .map(Inspected::Source)
-                .ok_or(d)
-        }
+        Err(not_a_model) => return inspect_source(c, name, not_a_model),
     };
     let m = &c.models[i];
-    // Naming needs the adapter, and the adapter's environment needs the state.
-    let store = target.open_state_read_only().await;
-    let binding = match &store {
-        Ok(store) => target.bind(c, store.clone()).await?,
-        Err(_) => None,
-    };
-    let opened = target.open_engine(c, binding.as_ref(), Purpose::Plan).await;
-    let engine = match (opened, options.sql) {
-        (Ok((engine, _)), true) => return model_sql(c, i, engine.as_ref()).map(Inspected::Sql),
-        (Ok((engine, _)), false) => Some(engine),
-        (Err(d), true) => return Err(d),
+    let engine = match (&opened.engine, options.sql) {
+        (Ok(engine), true) => return model_sql(c, i, engine.as_ref()).map(Inspected::Sql),
+        (Ok(engine), false) => Some(engine),
+        (Err(d), true) => return Err(d.clone()),
         (Err(_), false) => None,
     };
-    let recorded = match &store {
-        Ok(store) => {
-            crate::explain::recorded(binding.as_ref(), MAIN_ENVIRONMENT, store.as_ref(), &m.id)
-                .await
-                .ok()
-                .flatten()
-        }
-        Err(_) => None,
+    let recorded = match &opened.store {
+        Some(store) => crate::explain::recorded(
+            opened.binding.as_ref(),
+            MAIN_ENVIRONMENT,
+            store.as_ref(),
+            &m.id,
+        )
+        .await
+        .ok()
+        .flatten(),
+        None => None,
     };
-    let adapter = engine
-        .as_ref()
-        .map(|e| (e.name().to_string(), e.model_relation(m.name.as_str())));
+    let adapter = engine.map(|e| (e.name().to_string(), e.model_relation(m.name.as_str())));
     let report = ModelInspection::new(c, i, adapter, recorded.as_ref(), options.config);
     Ok(Inspected::Model(Box::new(report)))
 }

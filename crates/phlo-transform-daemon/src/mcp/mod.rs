@@ -30,12 +30,12 @@ pub struct McpConfig {
 /// runtime's async context (the command line calls it in `spawn_blocking`).
 pub fn serve_mcp(config: McpConfig, runtime: tokio::runtime::Handle) -> Result<(), Diagnostic> {
     let live = LiveWorkspace::open(&config.files.root, config.adapter.as_deref())?;
-    let cx = Arc::new(Context {
-        files: config.files,
-        adapter: config.adapter,
+    let cx = Arc::new(Context::new(
+        config.files,
+        config.adapter,
         live,
-        runtime: runtime.clone(),
-    });
+        runtime.clone(),
+    ));
     let failed = |what: &str, e: &dyn std::fmt::Display| {
         Diagnostic::error(codes::INVALID_CONFIG, format!("{what}: {e}"))
             .with_help("the machine is out of threads or memory, or the client closed the pipe")

@@ -119,11 +119,7 @@ impl Binding {
         store: &dyn StateStore,
         model_id: &str,
     ) -> Result<Option<MaterializedVersion>, Diagnostic> {
-        let own = store
-            .materializations(&self.environment)
-            .await
-            .map_err(state_error)?
-            .remove(model_id);
+        let own = own_record(store, &self.environment, model_id).await?;
         Ok(own.or_else(|| self.inherited().records.remove(model_id)))
     }
 
@@ -336,4 +332,19 @@ pub async fn bind_target(
         .bind(reference, default_schema)
         .await
         .map(Some)
+}
+
+/// The record `environment` itself holds of model `model_id`: one model's records read, not
+/// the environment's (an inspection reads one model of thousands).
+pub(crate) async fn own_record(
+    store: &dyn StateStore,
+    environment: &str,
+    model_id: &str,
+) -> Result<Option<MaterializedVersion>, Diagnostic> {
+    Ok(store
+        .model_materializations(model_id)
+        .await
+        .map_err(state_error)?
+        .into_iter()
+        .find(|m| m.environment == environment && m.model_id == model_id))
 }
