@@ -20,7 +20,8 @@ pub struct Context {
     /// What inspecting a model of main opens, for the generation it was opened for: opening
     /// the state and the engine is most of an inspection's cost, and nothing it keeps changes
     /// within a generation (see [`InspectContext`]).
-    inspecting: Mutex<Option<(u64, Arc<InspectContext>)>>,
+    /// Keyed by the generation and whether the state existed.
+    inspecting: Mutex<Option<((u64, bool), Arc<InspectContext>)>>,
 }
 
 impl Context {
@@ -39,26 +40,28 @@ impl Context {
         }
     }
 
-    /// The inspection context of `published` on main, opened once per generation. A SQLite
-    /// state that does not exist yet is opened again each time, so that the first run's
-    /// records are seen as soon as they are written.
+    /// The inspection context of `published` on main, opened once per generation, and again
+    /// once a SQLite state that did not exist appears (the first run's records are then in a
+    /// file the context did not open).
     pub async fn inspect_context(
         &self,
         published: &Published,
     ) -> Result<Arc<InspectContext>, ApiError> {
-        let generation = published.generation;
-        if let Some((g, opened)) = &*self.inspecting.lock().expect("not poisoned") {
-            if *g == generation {
+        let key = (published.generation, self.state_exists());
+        if let Some((k, opened)) = &*self.inspecting.lock().expect("not poisoned") {
+            if *k == key {
                 return Ok(opened.clone());
             }
         }
         let target = self.target(None);
         let opened = Arc::new(InspectContext::open(&published.compilation, &target).await?);
-        let lasting = !matches!(&self.files.state, StateLocation::Sqlite(p) if !p.exists());
-        if lasting {
-            *self.inspecting.lock().expect("not poisoned") = Some((generation, opened.clone()));
-        }
+        *self.inspecting.lock().expect("not poisoned") = Some((key, opened.clone()));
         Ok(opened)
+    }
+
+    /// Whether the state store is there to open (a PostgreSQL store always is).
+    fn state_exists(&self) -> bool {
+        !matches!(&self.files.state, StateLocation::Sqlite(p) if !p.exists())
     }
 
     /// Where a read or an operation runs: the workspace's files, `environment` (`None`: main).
