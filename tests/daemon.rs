@@ -298,6 +298,10 @@ fn reads_operations_auth_and_errors_over_http() {
     let detail = daemon.get(&format!("/v1/state/runs/{run_id}"));
     assert_eq!(detail, cli(&["state", "show", run_id, "--json"]));
     checked("GET", "/v1/state/runs/{run}", &detail);
+    // The inspection opened before the run sees the run's records.
+    let inspected = daemon.get("/v1/models/shop.orders");
+    assert_eq!(inspected["state"]["status"], "current", "{inspected}");
+    assert_eq!(inspected, cli(&["inspect", "shop.orders", "--json"]));
     let failures = daemon.get("/v1/state/failures");
     assert_eq!(failures, cli(&["state", "failures", "--json"]));
     checked("GET", "/v1/state/failures", &failures);
