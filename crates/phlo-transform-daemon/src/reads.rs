@@ -6,11 +6,11 @@
 use crate::api_error::ApiError;
 use crate::context::Context;
 use crate::http::Call;
-use phlo_transform_adapter::Purpose;
 use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect_command::{self, InspectOptions, Inspected};
+use phlo_transform_exec::plan_command::{self, Planned};
 use phlo_transform_exec::{gates, history, planning};
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 use phlo_transform_plan::SelectorSpec;
@@ -149,22 +149,14 @@ pub fn plan(cx: &Context, call: &Call) -> Read {
         ..selection(call)?
     };
     let target = cx.target(call.param("environment"));
-    let diagnostics = all_diagnostics(c);
-    cx.runtime.block_on(async {
-        let store = target.open_state_read_only().await?;
-        let binding = target.bind(c, store.clone()).await?;
-        if c.has_errors() {
-            let blocked = planning::blocked_plan(c, binding.as_ref(), Some(store.as_ref())).await;
-            return envelope(&blocked, &diagnostics);
-        }
-        let (engine, mut warnings) = target
-            .open_engine(c, binding.as_ref(), Purpose::Plan)
-            .await?;
-        let p = planning::make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), &spec)
-            .await?;
-        warnings.extend(diagnostics);
-        envelope(&p, &warnings)
-    })
+    let (planned, mut warnings) = cx
+        .runtime
+        .block_on(plan_command::preview(c, &target, &spec))?;
+    warnings.extend(all_diagnostics(c));
+    match planned {
+        Planned::Plan(p) => envelope(p.as_ref(), &warnings),
+        Planned::Blocked(blocked) => envelope(&blocked, &warnings),
+    }
 }
 
 /// `GET /v1/state/runs?limit=`: `state runs --json`.

@@ -24,7 +24,8 @@ pub struct Request<'a> {
 
 /// What `plan` ends with.
 pub enum Planned<'c> {
-    /// The plan, stored under its id and written to the artifacts.
+    /// The plan; `plan` stored it under its id and wrote it to the artifacts ([`preview`]
+    /// does neither).
     Plan(Box<Plan>),
     /// The compilation has errors: no plan, and nothing stored. Every model's row and the
     /// schema changes against the recorded columns; the command fails.
@@ -70,6 +71,27 @@ pub async fn plan<'c>(
     .and_then(|_| request.artifacts.write("plan.json", &p))
     .map_err(|d| vec![d])?;
     Ok(Planned::Plan(Box::new(p)))
+}
+
+/// What `plan` would plan now, as a preview (the daemon's `GET /v1/plan`, the language
+/// server's plan command): the state is only read and the plan is neither stored nor written
+/// to the artifacts. The engine's warnings come back beside it.
+pub async fn preview<'c>(
+    c: &'c Compilation,
+    target: &CommandTarget<'_>,
+    spec: &SelectorSpec,
+) -> Result<(Planned<'c>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    if c.has_errors() {
+        return Ok((Planned::Blocked(blocked(c, target).await), Vec::new()));
+    }
+    let store = target.open_state_read_only().await.map_err(|d| vec![d])?;
+    let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+    let (engine, warnings) = target
+        .open_engine(c, binding.as_ref(), Purpose::Plan)
+        .await
+        .map_err(|d| vec![d])?;
+    let p = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await?;
+    Ok((Planned::Plan(Box::new(p)), warnings))
 }
 
 /// The blocked plan of `c` against the environment `target` binds (`--ref` on `--adapter`'s
