@@ -176,6 +176,31 @@ fn an_editor_session_over_json_rpc() {
         "a model named `shop.customer_totals` already exists"
     );
 
+    // The plan of the model in a file, previewed (nothing stored).
+    let plan = client.request(
+        "workspace/executeCommand",
+        json!({"command": "phlo-transform.plan", "arguments": [orders]}),
+    );
+    let rows = plan["result"]["models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{plan:#}"));
+    let decisions: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap(), m["decision"].as_str().unwrap()))
+        .collect();
+    assert_eq!(decisions, [("shop.orders", "build")], "{plan:#}");
+    let runs = common::run(&root, &["state", "runs", "--json"]).json();
+    assert_eq!(runs["runs"], json!([]), "a preview stores nothing: {runs}");
+    let not_a_model = client.request(
+        "workspace/executeCommand",
+        json!({"command": "phlo-transform.plan", "arguments": [uri(&root, "phlo.toml")]}),
+    );
+    assert_eq!(not_a_model["error"]["code"], -32602, "{not_a_model:#}");
+    assert_eq!(
+        caps["executeCommandProvider"]["commands"],
+        json!(["phlo-transform.plan"])
+    );
+
     // A did-you-mean is a quick fix.
     let typo = "select customer_id, sum(amount) as total\nfrom shop.order\ngroup by customer_id\n";
     client.notify(

@@ -82,13 +82,58 @@ fn compile_failed(c: &Compilation, out: Output) -> u8 {
 
 /// The language server, until the editor exits. What goes wrong before it can serve is on
 /// stderr (stdout is the protocol's).
-pub fn lsp(paths: &Paths) -> u8 {
-    match phlo_transform_lsp::serve_stdio(&paths.root, paths.adapter.as_deref()) {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
+pub async fn lsp(paths: &Paths) -> u8 {
+    let commands = LspCommands {
+        files: workspace_files(paths),
+        adapter: paths.adapter.clone(),
+        runtime: tokio::runtime::Handle::current(),
+    };
+    let (root, adapter) = (paths.root.clone(), paths.adapter.clone());
+    let served = tokio::task::spawn_blocking(move || {
+        phlo_transform_lsp::serve_stdio(&root, adapter.as_deref(), Box::new(commands))
+    })
+    .await;
+    match served {
+        Ok(Ok(())) => EXIT_OK,
+        Ok(Err(e)) => {
             eprintln!("error: {e}");
             EXIT_ERRORS
         }
+        Err(e) => {
+            eprintln!("error: the language server stopped unexpectedly: {e}");
+            EXIT_ERRORS
+        }
+    }
+}
+
+/// The language server's commands, over the library's plan preview.
+struct LspCommands {
+    files: phlo_transform_exec::target::WorkspaceFiles,
+    adapter: Option<String>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl phlo_transform_lsp::Commands for LspCommands {
+    fn plan(
+        &self,
+        root: &std::path::Path,
+        c: &phlo_transform_compiler::Compilation,
+        model: &str,
+    ) -> Result<serde_json::Value, Vec<phlo_transform_core::Diagnostic>> {
+        // The editor's workspace folder, when it is not `-C`'s, keeps its own default state.
+        let other;
+        let files = if root == self.files.root {
+            &self.files
+        } else {
+            other = phlo_transform_exec::target::WorkspaceFiles::new(root, None)
+                .map_err(|d| vec![d])?;
+            &other
+        };
+        let target = files.target(self.adapter.as_deref(), None);
+        self.runtime
+            .block_on(phlo_transform_exec::plan_command::preview_model(
+                c, &target, model,
+            ))
     }
 }
 

@@ -373,7 +373,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             commands::import_dbt(&project, &out, json)
         }
         Command::Check => commands::check(&paths, json).await,
-        Command::Lsp => commands::lsp(&paths),
+        Command::Lsp => commands::lsp(&paths).await,
         Command::Daemon {
             listen,
             token,

@@ -66,14 +66,7 @@ impl Context {
 
     /// Where a read or an operation runs: the workspace's files, `environment` (`None`: main).
     pub fn target<'a>(&'a self, environment: Option<&'a str>) -> CommandTarget<'a> {
-        CommandTarget {
-            root: &self.files.root,
-            warehouse: &self.files.warehouse,
-            artifacts: &self.files.artifacts,
-            state: &self.files.state,
-            adapter: self.adapter.as_deref(),
-            reference: environment,
-        }
+        self.files.target(self.adapter.as_deref(), environment)
     }
 
     /// The compilation reads answer from; API006 while the workspace cannot be compiled at

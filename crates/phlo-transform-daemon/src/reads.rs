@@ -10,7 +10,7 @@ use phlo_transform_compiler::lineage::Target;
 use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::inspect_command::{self, InspectOptions, Inspected};
-use phlo_transform_exec::plan_command::{self, Planned};
+use phlo_transform_exec::plan_command;
 use phlo_transform_exec::{gates, history, planning};
 use phlo_transform_plan::lineage_scope::{impact_targets, LineageScope};
 use phlo_transform_plan::SelectorSpec;
@@ -153,10 +153,7 @@ pub fn plan(cx: &Context, call: &Call) -> Read {
         .runtime
         .block_on(plan_command::preview(c, &target, &spec))?;
     warnings.extend(all_diagnostics(c));
-    match planned {
-        Planned::Plan(p) => envelope(p.as_ref(), &warnings),
-        Planned::Blocked(blocked) => envelope(&blocked, &warnings),
-    }
+    envelope(&planned, &warnings)
 }
 
 /// `GET /v1/state/runs?limit=`: `state runs --json`.

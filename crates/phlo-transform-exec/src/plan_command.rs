@@ -32,6 +32,16 @@ pub enum Planned<'c> {
     Blocked(BlockedPlan<'c>),
 }
 
+/// The report itself: a plan, or the blocked plan.
+impl serde::Serialize for Planned<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Planned::Plan(p) => p.serialize(s),
+            Planned::Blocked(b) => b.serialize(s),
+        }
+    }
+}
+
 /// Plans `request` (see the module's documentation). `Err` carries the diagnostics that
 /// stopped it; warnings found on the way went to `front` as found.
 pub async fn plan<'c>(
@@ -92,6 +102,26 @@ pub async fn preview<'c>(
         .map_err(|d| vec![d])?;
     let p = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await?;
     Ok((Planned::Plan(Box::new(p)), warnings))
+}
+
+/// [`preview`] of model `model` alone, as the document `plan -s <model> --json` prints
+/// (the language server's plan command).
+pub async fn preview_model(
+    c: &Compilation,
+    target: &CommandTarget<'_>,
+    model: &str,
+) -> Result<serde_json::Value, Vec<Diagnostic>> {
+    let spec = SelectorSpec {
+        include: vec![model.to_string()],
+        ..SelectorSpec::default()
+    };
+    let (planned, mut warnings) = preview(c, target, &spec).await?;
+    warnings.extend(c.diagnostics.iter().cloned());
+    Ok(serde_json::to_value(phlo_transform_core::Envelope {
+        report: &planned,
+        diagnostics: &warnings,
+    })
+    .expect("reports serialise"))
 }
 
 /// The blocked plan of `c` against the environment `target` binds (`--ref` on `--adapter`'s

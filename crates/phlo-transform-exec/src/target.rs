@@ -44,6 +44,23 @@ impl WorkspaceFiles {
             state,
         })
     }
+
+    /// Where a command runs over these files: `adapter` (`None`: the workspace's), the
+    /// environment `reference` (`None`: main).
+    pub fn target<'a>(
+        &'a self,
+        adapter: Option<&'a str>,
+        reference: Option<&'a str>,
+    ) -> CommandTarget<'a> {
+        CommandTarget {
+            root: &self.root,
+            warehouse: &self.warehouse,
+            artifacts: &self.artifacts,
+            state: &self.state,
+            adapter,
+            reference,
+        }
+    }
 }
 
 /// The target of one command, as a front end was asked for it.

@@ -1,13 +1,15 @@
-//! What every request is answered from: the live workspace and the negotiated position
-//! encoding.
+//! What every request is answered from: the live workspace, the negotiated position
+//! encoding and the commands the caller supplied.
 
 use phlo_transform_live::LiveWorkspace;
 
 use crate::convert::Encoding;
+use crate::Commands;
 
 pub(crate) struct Context {
     pub(crate) live: LiveWorkspace,
     pub(crate) encoding: Encoding,
+    pub(crate) commands: Box<dyn Commands>,
 }
 
 impl Context {

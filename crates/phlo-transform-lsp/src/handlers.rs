@@ -2,7 +2,8 @@
 
 use lsp_server::{ErrorCode, Request, Response};
 use lsp_types::request::{
-    CodeActionRequest, Completion, GotoDefinition, HoverRequest, References, Rename, Request as _,
+    CodeActionRequest, Completion, ExecuteCommand, GotoDefinition, HoverRequest, References,
+    Rename, Request as _,
 };
 use lsp_types::*;
 use phlo_transform_live::{CompletionKind, FileRange};
@@ -22,6 +23,7 @@ pub(crate) fn handle(server: &Context, request: Request) -> Response {
         Completion::METHOD => with(request, |p: CompletionParams| completion(server, p)),
         Rename::METHOD => with(request, |p: RenameParams| rename(server, p)),
         CodeActionRequest::METHOD => with(request, |p: CodeActionParams| code_actions(p)),
+        ExecuteCommand::METHOD => with(request, |p: ExecuteCommandParams| execute(server, p)),
         _ => Err((
             ErrorCode::MethodNotFound,
             format!("unknown request `{}`", request.method),
@@ -214,4 +216,51 @@ fn code_actions(p: CodeActionParams) -> Result<Option<CodeActionResponse>, (Erro
         }
     }
     Ok(Some(actions))
+}
+
+/// `phlo-transform.plan` with the URI of a model's file (a string, or `{"uri": …}`): the plan
+/// preview of that model, the document `plan -s <model> --json` prints. A plan that cannot
+/// be made is an error response carrying the first diagnostic's code and message.
+fn execute(
+    server: &Context,
+    p: ExecuteCommandParams,
+) -> Result<serde_json::Value, (ErrorCode, String)> {
+    let invalid = |message: String| (ErrorCode::InvalidParams, message);
+    if p.command != crate::PLAN_COMMAND {
+        return Err(invalid(format!(
+            "unknown command `{}`; the server runs `{}`",
+            p.command,
+            crate::PLAN_COMMAND
+        )));
+    }
+    let uri = p
+        .arguments
+        .first()
+        .and_then(|a| a.as_str().or_else(|| a.get("uri")?.as_str()))
+        .and_then(|u| Url::parse(u).ok())
+        .ok_or_else(|| invalid(format!("{}: pass the URI of a model's file", p.command)))?;
+    let rel = server
+        .relative(&uri)
+        .ok_or_else(|| invalid(format!("{uri} is not in the workspace")))?;
+    let published = server.live.snapshot();
+    let c = &published.compilation;
+    let model = c
+        .models
+        .iter()
+        .find(|m| m.path == rel)
+        .ok_or_else(|| invalid(format!("{rel} is not a model's file")))?;
+    server
+        .commands
+        .plan(server.live.root(), c, model.name.as_str())
+        .map_err(|diagnostics| {
+            let first = diagnostics
+                .iter()
+                .find(|d| d.is_error())
+                .or(diagnostics.first());
+            let message = first.map_or_else(
+                || "the plan could not be made".to_string(),
+                |d| format!("error[{}]: {}", d.code, d.message),
+            );
+            (ErrorCode::RequestFailed, message)
+        })
 }

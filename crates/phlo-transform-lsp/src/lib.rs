@@ -11,6 +11,8 @@ mod session;
 
 use lsp_server::Connection;
 use lsp_types::{InitializeParams, ServerCapabilities};
+use phlo_transform_compiler::Compilation;
+use phlo_transform_core::Diagnostic;
 use phlo_transform_live::LiveWorkspace;
 use std::path::{Path, PathBuf};
 
@@ -19,17 +21,42 @@ use convert::Encoding;
 use session::Session;
 pub use session::DEBOUNCE;
 
+/// The `workspace/executeCommand` command that previews the plan of the model in a file.
+pub const PLAN_COMMAND: &str = "phlo-transform.plan";
+
+/// What the server runs for the client through `workspace/executeCommand`. The caller
+/// supplies it: planning reads the state and the warehouse, which this crate does not reach.
+pub trait Commands {
+    /// The plan preview of `model` alone in the workspace at `root` compiled as `c`: the
+    /// document `plan -s <model> --json` prints, the plan not stored.
+    fn plan(
+        &self,
+        root: &Path,
+        c: &Compilation,
+        model: &str,
+    ) -> Result<serde_json::Value, Vec<Diagnostic>>;
+}
+
 /// Serves one client over stdin/stdout until it exits. The workspace is the client's root
 /// folder, else `root`.
-pub fn serve_stdio(root: &Path, adapter: Option<&str>) -> Result<(), String> {
+pub fn serve_stdio(
+    root: &Path,
+    adapter: Option<&str>,
+    commands: Box<dyn Commands>,
+) -> Result<(), String> {
     let (connection, io) = Connection::stdio();
-    serve(&connection, root, adapter)?;
+    serve(&connection, root, adapter, commands)?;
     drop(connection);
     io.join()
         .map_err(|e| format!("the language server's input/output failed: {e}"))
 }
 
-fn serve(connection: &Connection, root: &Path, adapter: Option<&str>) -> Result<(), String> {
+fn serve(
+    connection: &Connection,
+    root: &Path,
+    adapter: Option<&str>,
+    commands: Box<dyn Commands>,
+) -> Result<(), String> {
     let protocol = |e: lsp_server::ProtocolError| format!("language server protocol: {e}");
     let (id, params) = connection.initialize_start().map_err(protocol)?;
     let params: InitializeParams =
@@ -48,7 +75,12 @@ fn serve(connection: &Connection, root: &Path, adapter: Option<&str>) -> Result<
             return Err(format!("{}: {}", d.code.0, d.message));
         }
     };
-    let mut session = Session::new(connection, Context { live, encoding });
+    let context = Context {
+        live,
+        encoding,
+        commands,
+    };
+    let mut session = Session::new(connection, context);
     session.publish();
     session.run().map_err(protocol)
 }
@@ -86,6 +118,10 @@ fn capabilities(encoding: Encoding) -> ServerCapabilities {
         }),
         rename_provider: Some(OneOf::Left(true)),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: vec![PLAN_COMMAND.into()],
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
