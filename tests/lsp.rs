@@ -33,7 +33,8 @@ fn an_editor_session_over_json_rpc() {
     );
     let caps = &init["result"]["capabilities"];
     assert_eq!(caps["positionEncoding"], "utf-16", "{init}");
-    assert_eq!(caps["textDocumentSync"]["change"], 1, "{init}");
+    // Incremental: the editor sends the ranges it changed.
+    assert_eq!(caps["textDocumentSync"]["change"], 2, "{init}");
     for provider in [
         "hoverProvider",
         "definitionProvider",
@@ -76,12 +77,12 @@ fn an_editor_session_over_json_rpc() {
         "{diagnostics:#}"
     );
 
-    // …and goes away when fixed.
-    let fixed =
-        "select customer_id, sum(amount) as total\nfrom shop.orders\ngroup by customer_id\n";
+    // …and goes away when fixed, by a change of one range (`amont` → `amount`).
+    let insert_u =
+        json!({"start": {"line": 0, "character": 27}, "end": {"line": 0, "character": 27}});
     client.notify(
         "textDocument/didChange",
-        json!({"textDocument": {"uri": totals, "version": 2}, "contentChanges": [{"text": fixed}]}),
+        json!({"textDocument": {"uri": totals, "version": 2}, "contentChanges": [{"range": insert_u, "text": "u"}]}),
     );
     assert_eq!(client.diagnostics_for(&totals), json!([]));
 

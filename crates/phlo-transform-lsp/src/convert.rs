@@ -99,6 +99,50 @@ impl Text {
     }
 }
 
+/// The byte offset in `text` of the protocol's position `p`: a character past its line's end
+/// is the line's end, a line past the text's end is the text's end (what clients expect of
+/// a position the server cannot place).
+fn byte_offset(text: &str, encoding: Encoding, p: lsp_types::Position) -> usize {
+    let mut start = 0;
+    for _ in 0..p.line {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return text.len(),
+        }
+    }
+    let line = &text[start..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut units = 0;
+    for (i, ch) in line.char_indices() {
+        if units >= p.character as usize {
+            return start + i;
+        }
+        units += match encoding {
+            Encoding::Utf16 => ch.len_utf16(),
+            Encoding::Utf32 => 1,
+        };
+    }
+    start + line.len()
+}
+
+/// Applies one `textDocument/didChange` change to `text`: a range replaced, or (no range)
+/// the whole text.
+pub(crate) fn apply_change(
+    text: &mut String,
+    encoding: Encoding,
+    change: lsp_types::TextDocumentContentChangeEvent,
+) {
+    match change.range {
+        None => *text = change.text,
+        Some(range) => {
+            let start = byte_offset(text, encoding, range.start);
+            let end = byte_offset(text, encoding, range.end).max(start);
+            text.replace_range(start..end, &change.text);
+        }
+    }
+}
+
 pub(crate) fn uri(live: &LiveWorkspace, rel: &str) -> Option<Url> {
     Url::from_file_path(live.root().join(rel)).ok()
 }
@@ -163,5 +207,48 @@ pub(crate) fn diagnostic(
         data: (!d.suggestions.is_empty())
             .then(|| serde_json::json!({ "suggestions": d.suggestions })),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lsp_types::{Position as P, Range as R, TextDocumentContentChangeEvent as Change};
+
+    fn edit(text: &str, encoding: Encoding, range: (u32, u32, u32, u32), new: &str) -> String {
+        let mut text = text.to_string();
+        let range = R::new(P::new(range.0, range.1), P::new(range.2, range.3));
+        apply_change(
+            &mut text,
+            encoding,
+            Change {
+                range: Some(range),
+                range_length: None,
+                text: new.into(),
+            },
+        );
+        text
+    }
+
+    #[test]
+    fn range_changes_count_in_the_negotiated_encoding() {
+        let text = "select 'é😀' as a,\r\n  b\nfrom t\n";
+        // After `'é😀` the UTF-16 column is 11 (the emoji is two units), the UTF-32 one 10.
+        assert_eq!(
+            edit(text, Encoding::Utf16, (0, 11, 0, 12), "!"),
+            "select 'é😀! as a,\r\n  b\nfrom t\n"
+        );
+        assert_eq!(
+            edit(text, Encoding::Utf32, (0, 10, 0, 11), "!"),
+            "select 'é😀! as a,\r\n  b\nfrom t\n"
+        );
+        // Across lines, an insertion, and positions past a line's or the text's end.
+        assert_eq!(
+            edit(text, Encoding::Utf16, (1, 2, 2, 4), "c\nfrom u"),
+            "select 'é😀' as a,\r\n  c\nfrom u t\n"
+        );
+        assert_eq!(edit("ab\n", Encoding::Utf16, (0, 1, 0, 1), "x"), "axb\n");
+        assert_eq!(edit("ab\n", Encoding::Utf16, (0, 9, 0, 9), "c"), "abc\n");
+        assert_eq!(edit("ab\n", Encoding::Utf16, (7, 0, 7, 0), "z"), "ab\nz");
     }
 }

@@ -1,5 +1,5 @@
 //! The language server (SPEC §85–88): the Language Server Protocol over stdio, every answer
-//! read from one [`LiveWorkspace`]. Buffers are synchronised whole; changes are debounced
+//! read from one [`LiveWorkspace`]. Buffers are synchronised by ranges; changes are debounced
 //! ([`DEBOUNCE`]) and always applied before a request is answered, so an answer never lags
 //! an edit the client sent before it.
 
@@ -104,7 +104,7 @@ fn capabilities(encoding: Encoding) -> ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {
                 open_close: Some(true),
-                change: Some(TextDocumentSyncKind::FULL),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
                 save: Some(TextDocumentSyncSaveOptions::Supported(true)),
                 ..Default::default()
             },

@@ -7,6 +7,7 @@ use lsp_types::notification::{
     DidSaveTextDocument, Notification as _,
 };
 use phlo_transform_live::BufferChange;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::context::Context;
@@ -25,6 +26,9 @@ pub(crate) struct Session<'c> {
     pending: Vec<BufferChange>,
     /// Files changed on disk since the last compile.
     reload: bool,
+    /// The text of every open document, changes applied as they arrive (the editor sends
+    /// ranges, `TextDocumentSyncKind::INCREMENTAL`), by workspace-relative file.
+    open: HashMap<String, String>,
 }
 
 impl<'c> Session<'c> {
@@ -35,6 +39,7 @@ impl<'c> Session<'c> {
             published: Default::default(),
             pending: Vec::new(),
             reload: false,
+            open: HashMap::new(),
         }
     }
 
@@ -82,16 +87,25 @@ impl<'c> Session<'c> {
                 if let Ok(p) =
                     serde_json::from_value::<lsp_types::DidOpenTextDocumentParams>(n.params)
                 {
-                    self.set(&p.text_document.uri, p.text_document.text);
+                    if let Some(path) = self.context.relative(&p.text_document.uri) {
+                        self.open.insert(path.clone(), p.text_document.text);
+                        self.set(path);
+                    }
                 }
             }
             DidChangeTextDocument::METHOD => {
                 if let Ok(p) =
                     serde_json::from_value::<lsp_types::DidChangeTextDocumentParams>(n.params)
                 {
-                    if let Some(change) = p.content_changes.into_iter().last() {
-                        self.set(&p.text_document.uri, change.text);
+                    let Some(path) = self.context.relative(&p.text_document.uri) else {
+                        return;
+                    };
+                    let encoding = self.context.encoding;
+                    let text = self.open.entry(path.clone()).or_default();
+                    for change in p.content_changes {
+                        crate::convert::apply_change(text, encoding, change);
                     }
+                    self.set(path);
                 }
             }
             DidCloseTextDocument::METHOD => {
@@ -99,6 +113,7 @@ impl<'c> Session<'c> {
                     serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params)
                 {
                     if let Some(path) = self.context.relative(&p.text_document.uri) {
+                        self.open.remove(&path);
                         self.pending.push(BufferChange::Close { path });
                     }
                 }
@@ -108,10 +123,10 @@ impl<'c> Session<'c> {
         }
     }
 
-    fn set(&mut self, uri: &lsp_types::Url, text: String) {
-        if let Some(path) = self.context.relative(uri) {
-            self.pending.push(BufferChange::Set { path, text });
-        }
+    /// The open document `path`'s text, to compile.
+    fn set(&mut self, path: String) {
+        let text = self.open.get(&path).cloned().unwrap_or_default();
+        self.pending.push(BufferChange::Set { path, text });
     }
 
     /// Compiles the changes received, and publishes what changed.
