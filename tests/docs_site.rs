@@ -3,6 +3,7 @@
 //! pages opened in a real headless Chromium (Debian's `chromium`, which scripts/test.sh
 //! installs): the DOM after the scripts ran shows the columns, the diagram, the history and
 //! the search results of `index.html?q=orders`. Screenshots go under the test's output.
+//! `docs --serve` over loopback HTTP.
 
 mod common;
 
@@ -111,6 +112,46 @@ fn a_workspace_never_run_says_so() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let page = read(&site, "models/shop.daily.html");
     assert!(page.contains("Never run."), "{page}");
+}
+
+/// `docs --serve`: the site written, then served read-only on loopback: the index and a model
+/// page as written, nothing outside the folder.
+#[test]
+fn docs_serve_serves_the_site_and_nothing_else() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let ws = workspace("cli");
+    let mut child = Command::new(common::bin())
+        .args(["-C", ws.path().to_str().unwrap(), "docs", "--serve"])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.split_once(" on http://").map(|(_, a)| a.to_string()))
+        .expect("docs --serve says where it listens");
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head.to_string(), body.to_string())
+    };
+    let dir = ws.path().join(".phlo/transform/docs");
+    let (status, head, body) = get("/");
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("text/html"), "{head}");
+    assert_eq!(body, read(&dir, "index.html"));
+    let (status, _, body) = get("/models/shop.daily.html");
+    assert_eq!((status, body), (200, read(&dir, "models/shop.daily.html")));
+    assert_eq!(get("/../../phlo.toml").0, 404);
+    assert_eq!(get("/models/..%2F..%2F..%2Fphlo.toml").0, 404);
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Debian's Chromium, or a failure that says how to install it.

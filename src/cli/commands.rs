@@ -504,7 +504,14 @@ pub fn fmt(paths: &Paths, targets: &[String], check: bool, json: bool) -> u8 {
 
 /// `docs [--out DIR]`: the site is written even when some models have errors (their pages
 /// say so); the errors are shown.
-pub async fn docs(paths: &Paths, out_dir: Option<&std::path::Path>, json: bool) -> u8 {
+/// `docs [--out DIR] [--serve [--listen HOST:PORT]]`: the site written, then served until
+/// Ctrl-C when asked.
+pub async fn docs(
+    paths: &Paths,
+    out_dir: Option<&std::path::Path>,
+    serve: Option<&str>,
+    json: bool,
+) -> u8 {
     let c = match compile(paths) {
         Ok(c) => c,
         Err(d) => return fatal(d, json),
@@ -515,10 +522,23 @@ pub async fn docs(paths: &Paths, out_dir: Option<&std::path::Path>, json: bool) 
         .map(std::path::Path::to_path_buf)
         .unwrap_or_else(|| phlo_transform_exec::docs::default_out(&paths.artifacts));
     match phlo_transform_exec::docs::docs(c, &paths.target(), &dir).await {
-        Ok(report) => {
-            out.report(&report);
-            EXIT_OK
-        }
-        Err(d) => out.fail([d]),
+        Ok(report) => out.report(&report),
+        Err(d) => return out.fail([d]),
     }
+    let Some(listen) = serve else {
+        return EXIT_OK;
+    };
+    let (listen, runtime) = (listen.to_string(), tokio::runtime::Handle::current());
+    let stopped = async {
+        if let Some(mut signals) = super::execute::Signals::new() {
+            signals.next().await;
+        }
+    };
+    served(
+        "docs server",
+        tokio::task::spawn_blocking(move || {
+            phlo_transform_daemon::site::serve(&dir, &listen, runtime, stopped)
+        })
+        .await,
+    )
 }

@@ -283,6 +283,17 @@ pub enum Command {
         /// site there is replaced, a folder holding anything else is refused.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Then serve the site over local HTTP until Ctrl-C (the first stdout line says where).
+        #[arg(long)]
+        serve: bool,
+        /// Where `--serve` listens (port 0: any free port).
+        #[arg(
+            long,
+            default_value = "127.0.0.1:8700",
+            value_name = "HOST:PORT",
+            requires = "serve"
+        )]
+        listen: String,
     },
     /// Remove the local warehouse and artifacts (and with --all, the SQLite state database).
     Clean {
@@ -470,6 +481,9 @@ pub async fn dispatch(cli: Cli) -> u8 {
             environments::rollback(&paths, model.as_deref(), &to, json).await
         }
         Command::Clean { all } => commands::clean(&paths, all, json),
-        Command::Docs { out } => commands::docs(&paths, out.as_deref(), json).await,
+        Command::Docs { out, serve, listen } => {
+            let serve = serve.then_some(listen.as_str());
+            commands::docs(&paths, out.as_deref(), serve, json).await
+        }
     }
 }

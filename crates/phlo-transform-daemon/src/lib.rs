@@ -6,7 +6,8 @@
 //! - operations (`POST /v1/operations`, [`operations`]): run, test, resume, retry_failed and
 //!   reload, journaled, one at a time, cancellable;
 //! - `phlo-transform mcp` ([`mcp`]): the agents' questions as MCP tools over stdio, each
-//!   answered by one of the reads.
+//!   answered by one of the reads;
+//! - `docs --serve` ([`site`]): the generated documentation site served read-only.
 //!
 //! Every answer comes from the library call the command line makes; this crate decodes,
 //! routes and encodes. Bound to 127.0.0.1 unless told otherwise; `--token` guards all but
@@ -21,6 +22,7 @@ mod openapi;
 mod operations;
 mod reads;
 mod routes;
+pub mod site;
 mod watch;
 
 pub use routes::{Route, ROUTES};
