@@ -10,6 +10,9 @@ use phlo_transform_live::{LiveWorkspace, Published};
 use phlo_transform_state::StateLocation;
 use std::sync::{Arc, Mutex};
 
+/// What an inspection context was opened for: the generation, and whether the state existed.
+type InspectKey = (u64, bool);
+
 pub struct Context {
     pub files: WorkspaceFiles,
     /// `--adapter`; `None`: the workspace's `[adapter]`.
@@ -20,8 +23,7 @@ pub struct Context {
     /// What inspecting a model of main opens, for the generation it was opened for: opening
     /// the state and the engine is most of an inspection's cost, and nothing it keeps changes
     /// within a generation (see [`InspectContext`]).
-    /// Keyed by the generation and whether the state existed.
-    inspecting: Mutex<Option<((u64, bool), Arc<InspectContext>)>>,
+    inspecting: Mutex<Option<(InspectKey, Arc<InspectContext>)>>,
 }
 
 impl Context {
