@@ -4,6 +4,7 @@
 //! of a [`Selection`] are planned (SPEC §43, §82); the models it reads are planned as
 //! dependencies, built only when missing.
 
+pub mod as_of;
 mod blocked;
 mod freshness;
 mod git;
@@ -20,7 +21,7 @@ mod stored;
 pub use blocked::BlockedPlan;
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
-pub use reasons::{Reason, ReasonKind};
+pub use reasons::{Advanced, Reason, ReasonKind};
 pub use rewrite::{compile_error_blocking, for_tests, with_full_refresh, CompileErrorBlocking};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
 pub use stored::{load_stored, read_stored, staleness, store_plan};
@@ -80,6 +81,11 @@ pub struct PlannedModel {
     /// `--full-refresh`). A missing table is always built in full.
     #[serde(default)]
     pub full_rebuild: bool,
+    /// What the model's recorded materialisation is current as of (freshness clocks): the
+    /// newest source state its data reflects; `None` when unknown or never built. A run that
+    /// builds it records the new instant (`phlo_transform_plan::as_of::Clocks`).
+    #[serde(default)]
+    pub current_as_of: Option<as_of::AsOf>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -279,6 +285,7 @@ pub fn plan_reporting(
                 .collect(),
             membership,
             full_rebuild,
+            current_as_of: recorded.and_then(|r| r.current_as_of),
         });
     }
     if !missing_excluded.is_empty() {
@@ -819,15 +826,9 @@ fn decide(
     }
     for (source, now) in &desired.sources {
         match rec.sources.get(source) {
-            Some(was) if was != now => reasons.push(Reason::new(
-                ReasonKind::SourceChange,
-                format!(
-                    "source {source} changed ({} → {})",
-                    short_state(was),
-                    short_state(now)
-                ),
-                Some(source.clone()),
-            )),
+            Some(was) if was != now => {
+                reasons.push(source_change(c, inputs, rec, source, was, now))
+            }
             None => reasons.push(Reason::new(
                 ReasonKind::DependencyChange,
                 format!("new source: {source}"),
@@ -855,6 +856,41 @@ fn decide(
         ));
     }
     (Decision::Build, reasons)
+}
+
+/// `source_change` for `source`, whose state went from `was` to `now`: with both instants when
+/// it advanced past what the model's record is current as of.
+fn source_change(
+    c: &Compilation,
+    inputs: &PlanInputs<'_>,
+    rec: &MaterializedVersion,
+    source: &str,
+    was: &str,
+    now: &str,
+) -> Reason {
+    let changed = format!(
+        "source {source} changed ({} → {})",
+        short_state(was),
+        short_state(now)
+    );
+    let source_as_of = as_of::source_as_of(c, inputs.freshness, source);
+    let mut reason = Reason::new(ReasonKind::SourceChange, changed, Some(source.to_string()));
+    if let (Some(current_as_of), Some(source_as_of)) = (rec.current_as_of, source_as_of) {
+        if source_as_of > current_as_of {
+            let shown = |t: as_of::AsOf| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+            reason.detail = format!(
+                "{}: stale, the source advanced to {} and the model is current as of {}",
+                reason.detail,
+                shown(source_as_of),
+                shown(current_as_of)
+            );
+            reason.advanced = Some(Advanced {
+                current_as_of,
+                source_as_of,
+            });
+        }
+    }
+    reason
 }
 
 /// `sha256:ab12…,size:10` → `sha256:ab12cd34`; other states as they are.
