@@ -160,7 +160,13 @@ impl<'a> Scheduler<'a> {
             task_of: HashMap::new(),
             inflight: HashMap::new(),
             stop: None,
-            clocks: Clocks::new(c, plan),
+            clocks: Clocks::new(
+                c,
+                &plan.sources,
+                plan.models
+                    .iter()
+                    .map(|m| (m.name.as_str(), m.current_as_of)),
+            ),
         }
     }
 

@@ -11,8 +11,34 @@ use phlo_transform_project::Materialization;
 use std::collections::HashMap;
 
 pub use phlo_transform_state::AsOf;
+use serde::{Deserialize, Serialize};
 
-use crate::{Plan, SourceFreshness};
+use crate::freshness::SourceFreshness;
+
+/// A source newer than the data a model reflects (a `source_change` reason's `advanced`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Advanced {
+    /// What the model's record is current as of.
+    pub current_as_of: AsOf,
+    /// What the source is current as of now.
+    pub source_as_of: AsOf,
+}
+
+/// Whether source `name` is now newer than `current_as_of`, what a model recorded: both
+/// instants when it is; `None` when it is not, or either is unknown.
+pub fn advanced(
+    c: &Compilation,
+    freshness: &[SourceFreshness],
+    name: &str,
+    current_as_of: Option<AsOf>,
+) -> Option<Advanced> {
+    let current_as_of = current_as_of?;
+    let source_as_of = source_as_of(c, freshness, name)?;
+    (source_as_of > current_as_of).then_some(Advanced {
+        current_as_of,
+        source_as_of,
+    })
+}
 
 /// The minimum over a model's inputs' as-of instants: `None` when one of them is unknown, and
 /// when there is no input at all.
@@ -55,17 +81,18 @@ pub struct Clocks<'a> {
 }
 
 impl<'a> Clocks<'a> {
-    pub fn new(c: &'a Compilation, plan: &'a Plan) -> Self {
-        let known = plan
-            .models
-            .iter()
-            .filter_map(|m| Some((c.model_index(&m.name)?, m.current_as_of)))
+    /// Clocks over `c` with the plan's freshness measurements (`sources`) and each planned
+    /// model's recorded clock (`recorded`: name and instant).
+    pub fn new<'n>(
+        c: &'a Compilation,
+        sources: &'a [SourceFreshness],
+        recorded: impl IntoIterator<Item = (&'n str, Option<AsOf>)>,
+    ) -> Self {
+        let known = recorded
+            .into_iter()
+            .filter_map(|(name, at)| Some((c.model_index(name)?, at)))
             .collect();
-        Clocks {
-            c,
-            sources: &plan.sources,
-            known,
-        }
+        Clocks { c, sources, known }
     }
 
     /// What model `i` is current as of once built now from its inputs as they stand; it is
@@ -100,10 +127,8 @@ impl<'a> Clocks<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{plan, PlanInputs, Selection, SelectorSpec};
     use phlo_transform_compiler::CatalogSnapshot;
     use phlo_transform_project::Workspace;
-    use std::collections::HashSet;
     use std::time::{Duration, UNIX_EPOCH};
 
     fn at(seconds: u64) -> AsOf {
@@ -170,38 +195,12 @@ mod tests {
         (dir, c)
     }
 
-    fn first_plan(c: &Compilation) -> Plan {
-        let (materialized, existing, strategies, adoptable, identities) = (
-            HashMap::new(),
-            HashSet::new(),
-            HashMap::new(),
-            HashMap::new(),
-            HashMap::new(),
-        );
-        let relation_of = |i: usize| c.models[i].name.to_string();
-        let inputs = PlanInputs {
-            environment: "local",
-            adapter: "local",
-            materialized: &materialized,
-            existing_relations: &existing,
-            relation_of: &relation_of,
-            built_strategies: &strategies,
-            freshness: &[],
-            adoptable: &adoptable,
-            output_identities: &identities,
-        };
-        let selection: Selection =
-            crate::select(c, &SelectorSpec::default(), &|| Default::default()).unwrap();
-        plan(c, &inputs, &selection).unwrap()
-    }
-
     #[test]
     fn a_built_model_is_as_of_its_oldest_input() {
         let (_dir, c) = compiled();
-        let p = first_plan(&c);
         let index = |name: &str| c.model_index(name).unwrap();
         assert_eq!(source_as_of(&c, &[], "raw.orders"), Some(at(100)));
-        let mut clocks = Clocks::new(&c, &p);
+        let mut clocks = Clocks::new(&c, &[], []);
         // Never built: the recorded clocks are unknown, so a reader built first is unknown.
         assert_eq!(clocks.built(index("marts.revenue")), None);
         assert_eq!(clocks.built(index("staging.orders")), Some(at(100)));
@@ -214,13 +213,7 @@ mod tests {
     #[test]
     fn a_model_not_built_keeps_its_recorded_clock_for_its_readers() {
         let (_dir, c) = compiled();
-        let mut p = first_plan(&c);
-        for m in &mut p.models {
-            if m.name == "marts.revenue" {
-                m.current_as_of = Some(at(50));
-            }
-        }
-        let mut clocks = Clocks::new(&c, &p);
+        let mut clocks = Clocks::new(&c, &[], [("marts.revenue", Some(at(50)))]);
         // raw.customers is 200, the recorded marts.revenue 50.
         assert_eq!(
             clocks.built(c.model_index("marts.late").unwrap()),

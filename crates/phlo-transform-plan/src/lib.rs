@@ -18,10 +18,11 @@ pub mod schema_change;
 mod selector;
 mod stored;
 
+pub use as_of::Advanced;
 pub use blocked::BlockedPlan;
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
-pub use reasons::{Advanced, Reason, ReasonKind};
+pub use reasons::{Reason, ReasonKind};
 pub use rewrite::{compile_error_blocking, for_tests, with_full_refresh, CompileErrorBlocking};
 pub use selector::{closure, select, Membership, Selection, SelectorSpec, TermMatch};
 pub use stored::{load_stored, read_stored, staleness, store_plan};
@@ -873,22 +874,15 @@ fn source_change(
         short_state(was),
         short_state(now)
     );
-    let source_as_of = as_of::source_as_of(c, inputs.freshness, source);
     let mut reason = Reason::new(ReasonKind::SourceChange, changed, Some(source.to_string()));
-    if let (Some(current_as_of), Some(source_as_of)) = (rec.current_as_of, source_as_of) {
-        if source_as_of > current_as_of {
-            let shown = |t: as_of::AsOf| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
-            reason.detail = format!(
-                "{}: stale, the source advanced to {} and the model is current as of {}",
-                reason.detail,
-                shown(source_as_of),
-                shown(current_as_of)
-            );
-            reason.advanced = Some(Advanced {
-                current_as_of,
-                source_as_of,
-            });
-        }
+    reason.advanced = as_of::advanced(c, inputs.freshness, source, rec.current_as_of);
+    if let Some(a) = reason.advanced {
+        reason.detail = format!(
+            "{}: stale, the source advanced to {} and the model is current as of {}",
+            reason.detail,
+            phlo_transform_state::as_of_text(a.source_as_of),
+            phlo_transform_state::as_of_text(a.current_as_of)
+        );
     }
     reason
 }

@@ -1,6 +1,6 @@
 //! Reasons: stable machine-readable kinds (SPEC §40) with a human detail and a subject.
 
-use crate::as_of::AsOf;
+use crate::as_of::Advanced;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,15 +50,6 @@ pub struct Reason {
     /// instants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advanced: Option<Advanced>,
-}
-
-/// A source newer than the data a model reflects (freshness clocks, issue 40).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Advanced {
-    /// What the model's record is current as of.
-    pub current_as_of: AsOf,
-    /// What the source is current as of now.
-    pub source_as_of: AsOf,
 }
 
 impl Reason {

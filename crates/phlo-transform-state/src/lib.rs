@@ -17,7 +17,7 @@ mod tests;
 pub use location::{open, open_existing, StateLocation};
 pub use postgres::PostgresStateStore;
 pub use records::{
-    AsOf, AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, QueryRecord,
+    as_of_text, AsOf, AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, QueryRecord,
     RecordedColumn, RunRecord, RunSummary,
 };
 pub use refs::{

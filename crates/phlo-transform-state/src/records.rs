@@ -120,8 +120,9 @@ pub struct MaterializedVersion {
 /// An instant a dataset is current as of (UTC); JSON and the state write it as RFC 3339.
 pub type AsOf = chrono::DateTime<chrono::Utc>;
 
-/// How the state stores an as-of instant: RFC 3339 in UTC (`2026-12-07T12:30:00.123Z`).
-pub(crate) fn as_of_text(at: AsOf) -> String {
+/// An as-of instant as the state stores it and the reports print it: RFC 3339 in UTC, with
+/// the fraction it has (`2026-12-07T12:30:00.123Z`).
+pub fn as_of_text(at: AsOf) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 

@@ -143,6 +143,6 @@ pub fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
 /// An as-of instant (freshness clocks) as the reports print it: RFC 3339 in UTC, `unknown`
 /// for none.
 fn as_of(at: Option<phlo_transform_state::AsOf>) -> String {
-    at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+    at.map(phlo_transform_state::as_of_text)
         .unwrap_or_else(|| "unknown".into())
 }
