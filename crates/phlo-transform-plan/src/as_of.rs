@@ -220,4 +220,17 @@ mod tests {
             Some(at(50))
         );
     }
+
+    #[test]
+    fn a_source_advanced_only_when_newer_than_a_known_clock() {
+        let (_dir, c) = compiled();
+        let newer = advanced(&c, &[], "raw.customers", Some(at(150))).unwrap();
+        assert_eq!(
+            (newer.current_as_of, newer.source_as_of),
+            (at(150), at(200))
+        );
+        assert_eq!(advanced(&c, &[], "raw.customers", Some(at(200))), None);
+        assert_eq!(advanced(&c, &[], "raw.customers", None), None);
+        assert_eq!(advanced(&c, &[], "raw.nothing", Some(at(1))), None);
+    }
 }
