@@ -98,13 +98,13 @@ impl<'a> Clocks<'a> {
     /// What model `i` is current as of once built now from its inputs as they stand; it is
     /// what its readers see from here on.
     pub fn built(&mut self, i: usize) -> Option<AsOf> {
-        let at = self.from_inputs(i);
+        let at = self.of_inputs(i);
         self.known.insert(i, at);
         at
     }
 
     /// The minimum over model `i`'s sources and upstream models.
-    fn from_inputs(&self, i: usize) -> Option<AsOf> {
+    fn of_inputs(&self, i: usize) -> Option<AsOf> {
         let m = &self.c.models[i];
         let sources = m
             .sources
@@ -118,7 +118,7 @@ impl<'a> Clocks<'a> {
     /// inputs'; any other what it was built with or recorded; unknown outside the plan.
     fn of(&self, u: usize) -> Option<AsOf> {
         if self.c.models[u].materialization == Materialization::Ephemeral {
-            return self.from_inputs(u);
+            return self.of_inputs(u);
         }
         self.known.get(&u).copied().flatten()
     }
