@@ -72,10 +72,12 @@ pub fn latest_version(table: &Path) -> std::io::Result<Option<u64>> {
 /// Spark read a commit's time in. `None` when the commit file cannot be read (a version only a
 /// checkpoint holds).
 pub fn commit_timestamp_ms(table: &Path, version: u64) -> Option<i64> {
+    use std::io::BufRead;
     let path = commit_file(table, version);
-    let text = std::fs::read_to_string(&path).ok()?;
-    let recorded = text.lines().find_map(|line| {
-        let action: serde_json::Value = serde_json::from_str(line).ok()?;
+    let file = std::fs::File::open(&path).ok()?;
+    // Writers put `commitInfo` first; a commit's `add` actions can run to megabytes after it.
+    let recorded = std::io::BufReader::new(file).lines().find_map(|line| {
+        let action: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
         let info = action.get("commitInfo")?;
         info.get("inCommitTimestamp")
             .or_else(|| info.get("timestamp"))?
