@@ -50,8 +50,11 @@ impl Schemas {
         let core = load(&dir.join("OpenLineage.json"));
         let mut by_id = HashMap::new();
         by_id.insert(core["$id"].as_str().unwrap().to_string(), core.clone());
-        let facet_files: Vec<Value> = std::fs::read_dir(dir.join("facets"))
-            .unwrap()
+        // The standard facets, and phlo-transform's own (docs/openlineage).
+        let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openlineage");
+        let facet_files: Vec<Value> = [dir.join("facets"), own]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap())
             .map(|e| load(&e.unwrap().path()))
             .collect();
         for f in &facet_files {
@@ -567,6 +570,12 @@ fn a_run_sends_start_then_complete_or_fail_per_model_to_the_collector_and_the_fi
         .ends_with("/.phlo/warehouse/x.a"));
     assert_eq!(out["outputFacets"]["outputStatistics"]["rowCount"], 1);
     assert_eq!(out["facets"]["schema"]["fields"][0]["name"], "id");
+    // phlo-transform's freshness facet (validated above against docs/openlineage): x.a reads
+    // nothing, so it is current as of nothing known.
+    assert_eq!(
+        out["facets"]["phloTransform_freshness"]["currentAsOf"],
+        Value::Null
+    );
     let e_out = &find("x.e", "COMPLETE")["outputs"][0];
     assert_eq!(
         e_out["facets"]["columnLineage"]["fields"]["id"]["inputFields"][0]["field"],

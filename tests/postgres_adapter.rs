@@ -992,3 +992,39 @@ fn a_source_dropped_behind_our_back_fails_with_a003_and_the_next_run_repairs() {
         &Postgres::create(),
     );
 }
+
+/// Freshness clocks (issue 40) on a table only the warehouse has: it is as of the latest value
+/// of its declared `timestamp_column`, so a model built from it records that instant.
+#[test]
+fn a_warehouse_table_is_as_of_its_latest_timestamp_column() {
+    let pg = Postgres::create();
+    pg.execute(
+        "CREATE SCHEMA raw; CREATE TABLE raw.loads (id integer, loaded_at timestamp);
+         INSERT INTO raw.loads VALUES (1, '2026-12-01 10:00:00'), (2, '2026-12-02 11:30:00')",
+    );
+    let ws = tempfile::tempdir().unwrap();
+    write_file(
+        ws.path(),
+        "phlo.toml",
+        &format!(
+            "{}\n[source.\"raw.loads\"]\nfreshness = \"100000d\"\ntimestamp_column = \"loaded_at\"\n\
+             columns = {{ id = \"integer\", loaded_at = \"timestamp\" }}\n",
+            pg.adapter_toml()
+        ),
+    );
+    write_file(
+        ws.path(),
+        "transforms/shop/a.sql",
+        "-- @table\nselect id from raw.loads\n",
+    );
+    let report = ok(&run(ws.path(), &["run", "--json"]));
+    assert_eq!(
+        by_name(&report, "current_as_of")["shop.a"],
+        "2026-12-02T11:30:00Z"
+    );
+    let state = ok(&run(ws.path(), &["state", "model", "shop.a", "--json"]));
+    assert_eq!(
+        state["materializations"][0]["current_as_of"],
+        "2026-12-02T11:30:00Z"
+    );
+}

@@ -12,8 +12,8 @@ use phlo_transform_project::{SourceDecl, SourceFormat, Workspace};
 use serde::Serialize;
 
 use crate::schemas::read_schema;
-use crate::source_state::iceberg_state;
-pub use crate::source_state::SourceState;
+use crate::source_state::{iceberg_as_of, iceberg_state, modified_as_of};
+pub use crate::source_state::{AsOf, SourceState};
 use crate::validate::Unreadable;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ fn locate_declaration(workspace: &Workspace, source: &SourceDecl, d: Diagnostic)
 }
 
 fn read_state(source: &SourceDecl) -> Result<SourceState, Unreadable> {
-    let (state, read_path) = identify(source).map_err(|reason| Unreadable {
+    let (state, read_path, as_of) = identify(source).map_err(|reason| Unreadable {
         reason,
         file: None,
         line: None,
@@ -173,14 +173,16 @@ fn read_state(source: &SourceDecl) -> Result<SourceState, Unreadable> {
         name: source.name.clone(),
         format: source.format,
         state,
+        as_of,
         read_path,
         schema,
         unreadable_data: None,
     })
 }
 
-/// The state of a source's data (what identifies its contents) and the file to read.
-fn identify(source: &SourceDecl) -> Result<(String, PathBuf), String> {
+/// The state of a source's data (what identifies its contents), the file to read and the
+/// instant the contents are current as of.
+fn identify(source: &SourceDecl) -> Result<(String, PathBuf, Option<AsOf>), String> {
     let path = &source.path;
     Ok(match source.format {
         SourceFormat::Parquet | SourceFormat::Csv => {
@@ -189,22 +191,35 @@ fn identify(source: &SourceDecl) -> Result<(String, PathBuf), String> {
                 return Err("not a file".into());
             }
             let hash = sha256_file(path).map_err(|e| e.to_string())?;
-            (format!("sha256:{hash},size:{}", meta.len()), path.clone())
+            (
+                format!("sha256:{hash},size:{}", meta.len()),
+                path.clone(),
+                modified_as_of(&meta),
+            )
         }
-        SourceFormat::Delta => (format!("delta:v{}", delta_version(path)?), path.clone()),
+        SourceFormat::Delta => {
+            let version = delta_version(path)?;
+            let committed = delta_log::commit_timestamp_ms(path, version)
+                .and_then(chrono::DateTime::from_timestamp_millis);
+            (format!("delta:v{version}"), path.clone(), committed)
+        }
         SourceFormat::Declared => {
             let mut f = phlo_transform_core::Fingerprint::new("declared-columns");
             for (name, ty) in &source.columns {
                 f.field(name, ty);
             }
-            (format!("declared:{}", &f.finish()[..16]), path.clone())
+            (
+                format!("declared:{}", &f.finish()[..16]),
+                path.clone(),
+                None,
+            )
         }
         SourceFormat::Iceberg => {
             let metadata = iceberg_metadata_file(path)?;
             let text = std::fs::read_to_string(&metadata).map_err(|e| e.to_string())?;
             let doc: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| format!("invalid metadata.json: {e}"))?;
-            (iceberg_state(&doc), metadata)
+            (iceberg_state(&doc), metadata, iceberg_as_of(&doc))
         }
     })
 }

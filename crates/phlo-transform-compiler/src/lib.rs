@@ -41,7 +41,7 @@ pub mod version;
 
 pub use artifact_dir::{ArtifactDir, DesignEvents};
 pub use cache::{CacheStats, CompileCache};
-pub use catalog::{CatalogSnapshot, SourceDrift, SourceState};
+pub use catalog::{AsOf, CatalogSnapshot, SourceDrift, SourceState};
 pub use compile::{Compilation, MissingRelations, ModelLookup};
 pub use lineage::LineageGraph;
 pub use model::{Column, CompiledModel, Dependency, ModelSchema};

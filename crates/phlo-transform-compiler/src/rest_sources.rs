@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::schemas::{iceberg_metadata_schema, or_declared};
-use crate::source_state::{iceberg_state, SourceState};
+use crate::source_state::{iceberg_as_of, iceberg_state, SourceState};
 
 /// The state of every REST catalog source, by name, with the (unlocated) diagnostic of those
 /// the catalog could not load. Tables are loaded concurrently; other sources are left out.
@@ -85,6 +85,7 @@ fn loaded(source: &SourceDecl, table: &LoadedTable) -> SourceState {
         name: source.name.clone(),
         format: source.format,
         state: iceberg_state(&table.metadata),
+        as_of: iceberg_as_of(&table.metadata),
         read_path: metadata.unwrap_or_default(),
         schema: or_declared(iceberg_metadata_schema(&table.metadata), &source.columns),
         unreadable_data,
@@ -139,6 +140,7 @@ fn failed(
         name: source.name.clone(),
         format: source.format,
         state: "iceberg:unavailable".to_string(),
+        as_of: None,
         read_path: PathBuf::new(),
         schema: or_declared(Err(reason.clone()), &source.columns),
         unreadable_data: Some(reason),

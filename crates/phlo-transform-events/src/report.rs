@@ -39,6 +39,10 @@ pub struct ModelResult {
     /// that report them: Trino).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queries: Vec<AttemptQuery>,
+    /// What the model's data is current as of after the run (freshness clocks): the newest
+    /// source state it reflects, as recorded; `None` when unknown, or when it was not built
+    /// and has no record.
+    pub current_as_of: Option<phlo_transform_state::AsOf>,
 }
 
 /// One warehouse query of one attempt (SPEC §68).
@@ -66,6 +70,7 @@ impl ModelResult {
             failures: Vec::new(),
             resumed: false,
             outdated: None,
+            current_as_of: None,
             queries: Vec::new(),
         }
     }

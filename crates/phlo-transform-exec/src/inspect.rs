@@ -58,6 +58,9 @@ pub struct ModelState {
     /// partition spec, properties; SPEC §69).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub physical_state: Option<serde_json::Value>,
+    /// What the recorded materialisation is current as of (freshness clocks); `None` when
+    /// unknown or never materialised.
+    pub current_as_of: Option<phlo_transform_state::AsOf>,
 }
 
 impl<'a> ModelInspection<'a> {
@@ -133,6 +136,7 @@ impl<'a> ModelInspection<'a> {
                 materialized_at: recorded.map(|r| r.materialized_at.clone()),
                 output_identity: recorded.and_then(|r| r.output_identity.clone()),
                 physical_state: recorded.and_then(|r| r.physical_state.clone()),
+                current_as_of: recorded.and_then(|r| r.current_as_of),
             },
             config: with_config.then_some(&file.config),
             key: &file.config.key.value,
@@ -153,6 +157,9 @@ pub struct SourceInspection<'a> {
     pub description: Option<&'a str>,
     /// `None` when it could not be read.
     pub state: Option<&'a str>,
+    /// What its data is current as of, as read now (a Delta commit's time, an Iceberg
+    /// snapshot's, a file's modification time); `None` when the data does not say.
+    pub current_as_of: Option<phlo_transform_state::AsOf>,
     /// `None` when its schema is unknown.
     pub columns: Option<Vec<SourceColumn>>,
     pub used_by: Vec<&'a str>,
@@ -192,6 +199,7 @@ impl<'a> SourceInspection<'a> {
             owner: decl.owner.as_deref(),
             description: decl.description.as_deref(),
             state: state.map(|s| s.state.as_str()),
+            current_as_of: state.and_then(|s| s.as_of),
             columns,
             used_by: c
                 .models

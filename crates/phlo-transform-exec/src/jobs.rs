@@ -116,6 +116,8 @@ pub(crate) struct Written<'a> {
     pub adapter: &'a str,
     /// The adapter's output identity and physical state after the write.
     pub outcome: &'a MaterializeOutcome,
+    /// What the written data is current as of (`phlo_transform_plan::as_of::Clocks::built`).
+    pub current_as_of: Option<phlo_transform_state::AsOf>,
 }
 
 /// Records that `m` is materialised at its compiled version, as `written` says.
@@ -131,6 +133,7 @@ pub(crate) async fn record_materialization(
         environment,
         adapter,
         outcome,
+        current_as_of,
     } = written;
     let index = c.model_index(&m.name).expect("planned models exist");
     let Some(v) = &c.models[index].version else {
@@ -156,6 +159,7 @@ pub(crate) async fn record_materialization(
             adapter: Some(adapter.to_string()),
             output_identity: outcome.output_identity.clone(),
             physical_state: outcome.physical_state.clone(),
+            current_as_of,
             output_columns: c.models[index]
                 .schema
                 .as_ref()

@@ -343,6 +343,8 @@ fn initial_states(plan: &Plan, prior: &Prior) -> Vec<(NodeState, ModelResult, u3
         .iter()
         .map(|m| {
             let mut r = ModelResult::new(&m.name, m.version.clone());
+            // As recorded until the run builds it (and stays so when it does not).
+            r.current_as_of = m.current_as_of;
             let next = prior.next_attempt.get(&m.name).copied().unwrap_or(1);
             let materialized = prior.materialized.get(&m.name);
             if m.decision == Decision::Skip

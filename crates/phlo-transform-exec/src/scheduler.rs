@@ -17,6 +17,7 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_events::Category;
 use phlo_transform_events::{ErrorInfo, ModelResult};
+use phlo_transform_plan::as_of::Clocks;
 use phlo_transform_plan::Plan;
 use phlo_transform_state::StateError;
 use std::collections::HashMap;
@@ -120,6 +121,8 @@ pub(crate) struct Scheduler<'a> {
     /// The warehouse queries each task has in flight.
     inflight: HashMap<Id, InFlight>,
     stop: Option<Stop>,
+    /// What each model is current as of: recorded, or as built by this run.
+    clocks: Clocks<'a>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -157,6 +160,13 @@ impl<'a> Scheduler<'a> {
             task_of: HashMap::new(),
             inflight: HashMap::new(),
             stop: None,
+            clocks: Clocks::new(
+                c,
+                &plan.sources,
+                plan.models
+                    .iter()
+                    .map(|m| (m.name.as_str(), m.current_as_of)),
+            ),
         }
     }
 
@@ -405,6 +415,10 @@ impl<'a> Scheduler<'a> {
                 // The materialised version first: a run killed between the two writes leaves
                 // a version recorded by this run, which `--resume` counts as passed; the other
                 // order would leave a pass the planner knows nothing of.
+                let current_as_of = self
+                    .c
+                    .model_index(&name)
+                    .and_then(|model| self.clocks.built(model));
                 crate::jobs::record_materialization(
                     self.c,
                     &self.plan.models[i],
@@ -415,11 +429,13 @@ impl<'a> Scheduler<'a> {
                         environment: &self.plan.environment,
                         adapter: self.adapter.name(),
                         outcome: &o,
+                        current_as_of,
                     },
                 )
                 .await?;
                 self.set(i, NodeState::Passed);
                 let r = &mut self.results[i];
+                r.current_as_of = current_as_of;
                 r.rows = o.rows;
                 r.reused_commit = o.already_committed;
                 r.write = o.write;

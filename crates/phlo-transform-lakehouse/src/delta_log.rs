@@ -66,6 +66,30 @@ pub fn latest_version(table: &Path) -> std::io::Result<Option<u64>> {
     Ok(commits(table)?.last().map(|c| c.version))
 }
 
+/// When `version` of `table` was committed, in milliseconds since the epoch (UTC): the
+/// commit's `commitInfo.inCommitTimestamp` (the in-commit timestamps feature), else its
+/// `commitInfo.timestamp`, else the commit file's modification time — the order delta-rs and
+/// Spark read a commit's time in. `None` when the commit file cannot be read (a version only a
+/// checkpoint holds).
+pub fn commit_timestamp_ms(table: &Path, version: u64) -> Option<i64> {
+    use std::io::BufRead;
+    let path = commit_file(table, version);
+    let file = std::fs::File::open(&path).ok()?;
+    // Writers put `commitInfo` first; a commit's `add` actions can run to megabytes after it.
+    let recorded = std::io::BufReader::new(file).lines().find_map(|line| {
+        let action: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
+        let info = action.get("commitInfo")?;
+        info.get("inCommitTimestamp")
+            .or_else(|| info.get("timestamp"))?
+            .as_i64()
+    });
+    recorded.or_else(|| {
+        let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+        let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+        i64::try_from(since.as_millis()).ok()
+    })
+}
+
 /// The version `_last_checkpoint` names, when it is there and readable.
 pub fn last_checkpoint(table: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(log_dir(table).join("_last_checkpoint")).ok()?;
@@ -176,6 +200,28 @@ mod tests {
         assert_eq!(latest_version(dir.path()).unwrap(), Some(10));
         assert_eq!(latest_version(log_with(&[]).path()).unwrap(), None);
         assert!(commits(tempfile::tempdir().unwrap().path()).is_err());
+    }
+
+    #[test]
+    fn a_commit_time_is_its_commit_info_else_the_file_time() {
+        let dir = log_with(&[]);
+        let write = |version: u64, text: &str| {
+            std::fs::write(commit_file(dir.path(), version), text).unwrap()
+        };
+        write(
+            0,
+            "{\"protocol\":{}}\n{\"commitInfo\":{\"timestamp\":1700000000123,\"operation\":\"WRITE\"}}\n",
+        );
+        write(
+            1,
+            "{\"commitInfo\":{\"timestamp\":5,\"inCommitTimestamp\":1700000000999}}\n",
+        );
+        write(2, "{\"add\":{}}\n");
+        assert_eq!(commit_timestamp_ms(dir.path(), 0), Some(1_700_000_000_123));
+        assert_eq!(commit_timestamp_ms(dir.path(), 1), Some(1_700_000_000_999));
+        let file_time = commit_timestamp_ms(dir.path(), 2).expect("the file's time");
+        assert!(file_time > 1_700_000_000_999, "{file_time}");
+        assert_eq!(commit_timestamp_ms(dir.path(), 3), None);
     }
 
     #[test]

@@ -95,6 +95,26 @@ pub fn dataset_documentation(description: &str) -> Value {
     )
 }
 
+/// The `_schemaURL` of phlo-transform's own freshness facet: a URN, its schema shipped as
+/// `docs/openlineage/PhloTransformFreshnessDatasetFacet.json` (a custom facet has no
+/// openlineage.io address).
+pub const FRESHNESS_FACET_SCHEMA: &str =
+    "urn:phlo-transform:openlineage:facets:1-0-0:PhloTransformFreshnessDatasetFacet#/$defs/PhloTransformFreshnessDatasetFacet";
+
+/// The key of the freshness facet in a dataset's `facets` (custom facets carry their
+/// producer's prefix).
+pub const FRESHNESS_FACET: &str = "phloTransform_freshness";
+
+/// `phloTransform_freshness`: what the written dataset is current as of (freshness clocks),
+/// RFC 3339 in UTC, or null when unknown.
+pub fn freshness(current_as_of: Option<&str>) -> Value {
+    json!({
+        "_producer": PRODUCER,
+        "_schemaURL": FRESHNESS_FACET_SCHEMA,
+        "currentAsOf": current_as_of,
+    })
+}
+
 /// `parent`: the phlo run a model's run belongs to (also its root).
 pub fn parent(namespace: &str, job: &str, run_id: &str) -> Value {
     let run = json!({ "runId": run_id });

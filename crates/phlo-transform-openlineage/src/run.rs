@@ -111,6 +111,12 @@ impl<'a> RunEmitter<'a> {
         if let (Some(rows), "COMPLETE") = (r.rows, kind) {
             output["outputFacets"] = json!({ "outputStatistics": events::output_statistics(rows) });
         }
+        if kind == "COMPLETE" {
+            let at = r
+                .current_as_of
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true));
+            output["facets"][events::FRESHNESS_FACET] = events::freshness(at.as_deref());
+        }
         let mut e = envelope("RunEvent", time);
         e.insert("eventType".into(), json!(kind));
         e.insert(

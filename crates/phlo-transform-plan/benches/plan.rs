@@ -129,6 +129,7 @@ async fn populate(c: &Compilation, store: &dyn StateStore) {
                 adapter: Some("local".into()),
                 output_identity: None,
                 physical_state: None,
+                current_as_of: None,
             })
             .await
             .expect("records");

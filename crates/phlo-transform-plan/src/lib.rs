@@ -4,6 +4,7 @@
 //! of a [`Selection`] are planned (SPEC §43, §82); the models it reads are planned as
 //! dependencies, built only when missing.
 
+pub mod as_of;
 mod blocked;
 mod freshness;
 mod git;
@@ -17,6 +18,7 @@ pub mod schema_change;
 mod selector;
 mod stored;
 
+pub use as_of::Advanced;
 pub use blocked::BlockedPlan;
 pub use freshness::{evaluate as evaluate_freshness, FreshnessStatus, SourceFreshness};
 pub use git::{ChangedModel, ChangedPath, GitChanges};
@@ -80,6 +82,11 @@ pub struct PlannedModel {
     /// `--full-refresh`). A missing table is always built in full.
     #[serde(default)]
     pub full_rebuild: bool,
+    /// What the model's recorded materialisation is current as of (freshness clocks): the
+    /// newest source state its data reflects; `None` when unknown or never built. A run that
+    /// builds it records the new instant (`phlo_transform_plan::as_of::Clocks`).
+    #[serde(default)]
+    pub current_as_of: Option<as_of::AsOf>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -279,6 +286,7 @@ pub fn plan_reporting(
                 .collect(),
             membership,
             full_rebuild,
+            current_as_of: recorded.and_then(|r| r.current_as_of),
         });
     }
     if !missing_excluded.is_empty() {
@@ -819,15 +827,9 @@ fn decide(
     }
     for (source, now) in &desired.sources {
         match rec.sources.get(source) {
-            Some(was) if was != now => reasons.push(Reason::new(
-                ReasonKind::SourceChange,
-                format!(
-                    "source {source} changed ({} → {})",
-                    short_state(was),
-                    short_state(now)
-                ),
-                Some(source.clone()),
-            )),
+            Some(was) if was != now => {
+                reasons.push(source_change(c, inputs, rec, source, was, now))
+            }
             None => reasons.push(Reason::new(
                 ReasonKind::DependencyChange,
                 format!("new source: {source}"),
@@ -855,6 +857,34 @@ fn decide(
         ));
     }
     (Decision::Build, reasons)
+}
+
+/// `source_change` for `source`, whose state went from `was` to `now`: with both instants when
+/// it advanced past what the model's record is current as of.
+fn source_change(
+    c: &Compilation,
+    inputs: &PlanInputs<'_>,
+    rec: &MaterializedVersion,
+    source: &str,
+    was: &str,
+    now: &str,
+) -> Reason {
+    let changed = format!(
+        "source {source} changed ({} → {})",
+        short_state(was),
+        short_state(now)
+    );
+    let mut reason = Reason::new(ReasonKind::SourceChange, changed, Some(source.to_string()));
+    reason.advanced = as_of::advanced(c, inputs.freshness, source, rec.current_as_of);
+    if let Some(a) = reason.advanced {
+        reason.detail = format!(
+            "{}: stale, the source advanced to {} and the model is current as of {}",
+            reason.detail,
+            phlo_transform_state::as_of_text(a.source_as_of),
+            phlo_transform_state::as_of_text(a.current_as_of)
+        );
+    }
+    reason
 }
 
 /// `sha256:ab12…,size:10` → `sha256:ab12cd34`; other states as they are.

@@ -1,5 +1,6 @@
 //! Reasons: stable machine-readable kinds (SPEC §40) with a human detail and a subject.
 
+use crate::as_of::Advanced;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +46,10 @@ pub struct Reason {
     pub detail: String,
     /// The dependency or source the reason is about.
     pub subject: Option<String>,
+    /// A `source_change` whose source advanced past what the model is current as of: both
+    /// instants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advanced: Option<Advanced>,
 }
 
 impl Reason {
@@ -53,6 +58,7 @@ impl Reason {
             kind,
             detail: detail.into(),
             subject,
+            advanced: None,
         }
     }
 }

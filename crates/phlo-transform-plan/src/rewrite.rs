@@ -116,6 +116,7 @@ mod tests {
                 depends_on: Vec::new(),
                 membership: Membership::Selected,
                 full_rebuild: false,
+                current_as_of: None,
             });
             match decision {
                 Decision::Build => p.summary.build += 1,

@@ -17,8 +17,8 @@ mod tests;
 pub use location::{open, open_existing, StateLocation};
 pub use postgres::PostgresStateStore;
 pub use records::{
-    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, QueryRecord, RecordedColumn,
-    RunRecord, RunSummary,
+    as_of_text, AsOf, AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, QueryRecord,
+    RecordedColumn, RunRecord, RunSummary,
 };
 pub use refs::{
     pointer_hash, CreatedFrom, EvidenceRecord, Pointer, RefEvent, RefRecord, RefSwap, RefWrite,

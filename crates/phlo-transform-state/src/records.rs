@@ -109,6 +109,28 @@ pub struct MaterializedVersion {
     /// spec, properties), as it reports it (SPEC §69).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical_state: Option<serde_json::Value>,
+    /// The newest source state the written data reflects: the minimum over its inputs of
+    /// each source's as-of instant and each upstream model's own `current_as_of`, when the run
+    /// wrote it. `None` (JSON `null`): unknown — an input's is unknown, the model reads
+    /// nothing, or the record predates freshness clocks.
+    #[serde(default)]
+    pub current_as_of: Option<AsOf>,
+}
+
+/// An instant a dataset is current as of (UTC); JSON and the state write it as RFC 3339.
+pub type AsOf = chrono::DateTime<chrono::Utc>;
+
+/// An as-of instant as the state stores it and the reports print it: RFC 3339 in UTC, with
+/// the fraction it has (`2026-12-07T12:30:00.123Z`).
+pub fn as_of_text(at: AsOf) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// A stored as-of instant; `None` for text that is none (a hand-edited row reads as unknown).
+pub(crate) fn parse_as_of(text: &str) -> Option<AsOf> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 /// A column of a materialisation as written: name, Arrow type as DataFusion prints it

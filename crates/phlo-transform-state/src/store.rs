@@ -102,6 +102,7 @@ macro_rules! impl_state_store {
                         .as_ref()
                         .map(|v| serde_json::to_string(v).expect("JSON serialises")),
                 )
+                .bind(m.current_as_of.map($crate::records::as_of_text))
         }
 
         fn run_from_row(r: &$row) -> $crate::RunRecord {
@@ -184,6 +185,9 @@ macro_rules! impl_state_store {
                 physical_state: r
                     .get::<Option<String>, _>("physical_state")
                     .and_then(|s| serde_json::from_str(&s).ok()),
+                current_as_of: r
+                    .get::<Option<String>, _>("current_as_of")
+                    .and_then(|s| $crate::records::parse_as_of(&s)),
             }
         }
 
@@ -378,8 +382,9 @@ macro_rules! impl_state_store {
                     "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                  config_hash, upstream, sources, materialization, relation,
                                                  run_id, generation, materialized_at, text_hash, plan_hash,
-                                                 output_columns, adapter, output_identity, physical_state)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                 output_columns, adapter, output_identity, physical_state,
+                                                 current_as_of)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                      ON CONFLICT (environment, model_id) DO UPDATE SET
                         model_name = excluded.model_name, version = excluded.version,
                         sql_hash = excluded.sql_hash, config_hash = excluded.config_hash,
@@ -390,7 +395,8 @@ macro_rules! impl_state_store {
                         text_hash = excluded.text_hash, plan_hash = excluded.plan_hash,
                         output_columns = excluded.output_columns, adapter = excluded.adapter,
                         output_identity = excluded.output_identity,
-                        physical_state = excluded.physical_state
+                        physical_state = excluded.physical_state,
+                        current_as_of = excluded.current_as_of
                      WHERE excluded.generation >= model_versions.generation",
                 );
                 bind_model_version(sqlx::query(&sql), &m.environment, m)
@@ -835,8 +841,9 @@ macro_rules! impl_state_store {
                             "INSERT INTO model_versions (environment, model_id, model_name, version, sql_hash,
                                                          config_hash, upstream, sources, materialization, relation,
                                                          run_id, generation, materialized_at, text_hash, plan_hash,
-                                                         output_columns, adapter, output_identity, physical_state)
-                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                                         output_columns, adapter, output_identity, physical_state,
+                                                 current_as_of)
+                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         );
                         bind_model_version(sqlx::query(&sql), &v.environment, m)
                             .execute(&mut *tx)

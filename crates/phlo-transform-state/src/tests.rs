@@ -66,7 +66,36 @@ suite!(
     model_history_and_materialisations,
     attempts_reopened_runs_and_continuations_round_trip,
     evidence_is_written_once_and_deleted_with_its_reference,
+    current_as_of_round_trips_and_unknown_stays_unknown,
 );
+
+async fn current_as_of_round_trips_and_unknown_stays_unknown(location: StateLocation) {
+    let store = store(&location).await;
+    let at = chrono::DateTime::parse_from_rfc3339("2026-12-07T12:30:00.123456Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let mut known = mv("assay.raw", "v1", 1);
+    known.current_as_of = Some(at);
+    store.record_materialization(&known).await.unwrap();
+    store
+        .record_materialization(&mv("assay.results", "v1", 1))
+        .await
+        .unwrap();
+    let recorded = store.materializations("local").await.unwrap();
+    assert_eq!(recorded["assay.raw"].current_as_of, Some(at));
+    assert_eq!(recorded["assay.results"].current_as_of, None);
+    let json = serde_json::to_value(&recorded["assay.raw"]).unwrap();
+    assert_eq!(json["current_as_of"], "2026-12-07T12:30:00.123456Z");
+    let json = serde_json::to_value(&recorded["assay.results"]).unwrap();
+    assert_eq!(json["current_as_of"], serde_json::Value::Null);
+    // A newer record replaces the instant, also with unknown.
+    store
+        .record_materialization(&mv("assay.raw", "v2", 2))
+        .await
+        .unwrap();
+    let recorded = store.materializations("local").await.unwrap();
+    assert_eq!(recorded["assay.raw"].current_as_of, None);
+}
 
 async fn store(location: &StateLocation) -> Arc<dyn StateStore> {
     open(location)
@@ -99,6 +128,7 @@ fn mv(model: &str, version: &str, generation: i64) -> MaterializedVersion {
         adapter: Some("local".into()),
         output_identity: Some(format!("iceberg:snapshot:{generation},schema:0")),
         physical_state: Some(serde_json::json!({"format": "iceberg", "snapshot_id": generation})),
+        current_as_of: None,
     }
 }
 

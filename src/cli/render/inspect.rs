@@ -108,6 +108,13 @@ fn model(out: &mut String, m: &ModelInspection) -> std::fmt::Result {
     writeln!(out, "  desired: {}", short(m.state.desired.as_ref()))?;
     writeln!(out, "  current: {}", short(m.state.current.as_ref()))?;
     writeln!(out, "  status: {}", m.state.status)?;
+    if m.state.current.is_some() {
+        writeln!(
+            out,
+            "  current as of: {}",
+            super::as_of(m.state.current_as_of)
+        )?;
+    }
     if let Some(change) = m.state.sql_change {
         let text = match change {
             SqlChange::None => "none",
@@ -199,6 +206,9 @@ fn source(out: &mut String, s: &SourceInspection) -> std::fmt::Result {
     let format = serde_json::to_value(s.format).expect("serialises");
     writeln!(out, "Format: {}", format.as_str().unwrap_or("?"))?;
     writeln!(out, "State: {}", s.state.unwrap_or("unreadable"))?;
+    if s.state.is_some() {
+        writeln!(out, "Current as of: {}", super::as_of(s.current_as_of))?;
+    }
     match &s.columns {
         Some(cols) => {
             writeln!(out, "\nColumns:")?;

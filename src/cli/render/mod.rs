@@ -140,3 +140,10 @@ pub fn fatal(d: Diagnostic, json: bool) -> u8 {
 pub fn fatal_all(diags: Vec<Diagnostic>, json: bool) -> u8 {
     Output::new(json).fail(diags)
 }
+
+/// An as-of instant (freshness clocks) as the reports print it: RFC 3339 in UTC, `unknown`
+/// for none.
+fn as_of(at: Option<phlo_transform_state::AsOf>) -> String {
+    at.map(phlo_transform_state::as_of_text)
+        .unwrap_or_else(|| "unknown".into())
+}

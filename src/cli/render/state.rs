@@ -154,13 +154,14 @@ fn render_model(r: &ModelReport) -> String {
     for m in &r.materializations {
         let _ = writeln!(
             out,
-            "  {:<10} version {}  [{}] {}  run {} at {}",
+            "  {:<10} version {}  [{}] {}  run {} at {}  current as of {}",
             m.environment,
             short(&m.version),
             m.materialization,
             m.relation,
             m.run_id,
-            m.materialized_at
+            m.materialized_at,
+            super::as_of(m.current_as_of)
         );
     }
     let _ = writeln!(out, "\nHistory ({}), newest first", r.history.len());
