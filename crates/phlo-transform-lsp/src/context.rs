@@ -3,8 +3,8 @@
 
 use phlo_transform_live::LiveWorkspace;
 
+use crate::commands::Commands;
 use crate::convert::Encoding;
-use crate::Commands;
 
 pub(crate) struct Context {
     pub(crate) live: LiveWorkspace,

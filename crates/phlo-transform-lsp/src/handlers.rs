@@ -226,11 +226,11 @@ fn execute(
     p: ExecuteCommandParams,
 ) -> Result<serde_json::Value, (ErrorCode, String)> {
     let invalid = |message: String| (ErrorCode::InvalidParams, message);
-    if p.command != crate::PLAN_COMMAND {
+    if p.command != crate::commands::PLAN_COMMAND {
         return Err(invalid(format!(
             "unknown command `{}`; the server runs `{}`",
             p.command,
-            crate::PLAN_COMMAND
+            crate::commands::PLAN_COMMAND
         )));
     }
     let uri = p

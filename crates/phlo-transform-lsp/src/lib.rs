@@ -3,6 +3,7 @@
 //! ([`DEBOUNCE`]) and always applied before a request is answered, so an answer never lags
 //! an edit the client sent before it.
 
+mod commands;
 mod context;
 mod convert;
 mod handlers;
@@ -11,31 +12,14 @@ mod session;
 
 use lsp_server::Connection;
 use lsp_types::{InitializeParams, ServerCapabilities};
-use phlo_transform_compiler::Compilation;
-use phlo_transform_core::Diagnostic;
 use phlo_transform_live::LiveWorkspace;
 use std::path::{Path, PathBuf};
 
+pub use commands::{Commands, PLAN_COMMAND};
 use context::Context;
 use convert::Encoding;
 use session::Session;
 pub use session::DEBOUNCE;
-
-/// The `workspace/executeCommand` command that previews the plan of the model in a file.
-pub const PLAN_COMMAND: &str = "phlo-transform.plan";
-
-/// What the server runs for the client through `workspace/executeCommand`. The caller
-/// supplies it: planning reads the state and the warehouse, which this crate does not reach.
-pub trait Commands {
-    /// The plan preview of `model` alone in the workspace at `root` compiled as `c`: the
-    /// document `plan -s <model> --json` prints, the plan not stored.
-    fn plan(
-        &self,
-        root: &Path,
-        c: &Compilation,
-        model: &str,
-    ) -> Result<serde_json::Value, Vec<Diagnostic>>;
-}
 
 /// Serves one client over stdin/stdout until it exits. The workspace is the client's root
 /// folder, else `root`.
