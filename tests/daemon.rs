@@ -493,3 +493,77 @@ fn cancelling_or_killing_a_run_on_postgres() {
         "{listed}"
     );
 }
+
+/// `promote` as an operation: the gates only with `check`, then published, each result the
+/// document `promote --json` prints, the promotion then among main's events in the
+/// environment reads; an unknown candidate fails with the library's code; a submission
+/// without a candidate is API003.
+#[test]
+fn promote_is_an_operation() {
+    let dir = common::workspace("lsp");
+    let root = dir.path();
+    let daemon = Daemon::start(root);
+    let cli = |args: &[&str]| common::run(root, args).json();
+    let submit = |body: Value| {
+        let (status, op) = daemon.call("POST", "/v1/operations", Some(TOKEN), Some(&body));
+        assert_eq!(status, 202, "{op}");
+        daemon.finished(op["id"].as_str().unwrap())
+    };
+    assert_error(
+        daemon.call(
+            "POST",
+            "/v1/operations",
+            Some(TOKEN),
+            Some(&json!({"kind": "promote"})),
+        ),
+        400,
+        "API003",
+    );
+    assert_error(
+        daemon.call(
+            "POST",
+            "/v1/operations",
+            Some(TOKEN),
+            Some(&json!({"kind": "run", "candidate": "dev"})),
+        ),
+        400,
+        "API003",
+    );
+    assert_eq!(submit(json!({"kind": "run"}))["status"], "succeeded");
+    cli(&["ref", "create", "dev", "--json"]);
+    common::write_file(
+        root,
+        "transforms/shop/orders.sql",
+        "select id, customer_id, amount * 2 as amount\nfrom raw.orders\nwhere status = 'paid'\n",
+    );
+    let built = submit(json!({"kind": "run", "environment": "dev"}));
+    assert_eq!(built["status"], "succeeded", "{built}");
+    let main_before = cli(&["ref", "show", "main", "--json"])["hash"].clone();
+
+    let checked = submit(json!({"kind": "promote", "candidate": "dev", "check": true}));
+    assert_eq!(checked["status"], "succeeded", "{checked}");
+    assert_eq!(checked["result"]["promoted"], false, "{checked}");
+    assert_eq!(cli(&["ref", "show", "main", "--json"])["hash"], main_before);
+
+    let promoted = submit(json!({"kind": "promote", "candidate": "dev", "to": "main"}));
+    assert_eq!(promoted["status"], "succeeded", "{promoted}");
+    assert_eq!(promoted["result"]["promoted"], true, "{promoted}");
+    assert_eq!(promoted["result"]["from"], "dev", "{promoted}");
+    assert_ne!(cli(&["ref", "show", "main", "--json"])["hash"], main_before);
+    // The environments as reads: the promotion is among main's events.
+    assert_eq!(daemon.get("/v1/refs"), cli(&["ref", "list", "--json"]));
+    let main = daemon.get("/v1/refs/main");
+    assert_eq!(main, cli(&["ref", "show", "main", "--json"]));
+    assert_eq!(
+        main["events"][0]["body"]["promotion_id"], promoted["result"]["promotion_id"],
+        "{main}"
+    );
+
+    let unknown = submit(json!({"kind": "promote", "candidate": "nope"}));
+    assert_eq!(unknown["status"], "failed", "{unknown}");
+    let code = unknown["error"]["code"].as_str().unwrap();
+    assert_eq!(
+        unknown["result"]["diagnostics"][0]["code"], code,
+        "{unknown}"
+    );
+}

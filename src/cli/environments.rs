@@ -4,9 +4,7 @@ use clap::Subcommand;
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_exec::environments::promote::PromoteOptions;
-use phlo_transform_exec::environments::report::{
-    RefCreated, RefDeleted, RefDetail, RefList, RefSummary,
-};
+use phlo_transform_exec::environments::report::{RefCreated, RefDeleted, RefDetail};
 use phlo_transform_exec::environments::Environments;
 
 use super::render::{fatal, Output};
@@ -43,23 +41,14 @@ pub async fn reference(paths: &Paths, command: RefCommand, json: bool) -> u8 {
     };
     let out = Output::new(json);
     let shown = match command {
-        RefCommand::List => envs.list().await.map(|refs| {
-            out.report(&RefList {
-                refs: refs.iter().map(RefSummary::new).collect(),
-            })
-        }),
+        RefCommand::List => envs.list_report().await.map(|r| out.report(&r)),
         RefCommand::Show { name } => {
             let name = name
                 .as_deref()
                 .unwrap_or(phlo_transform_exec::environments::MAIN);
-            match (envs.get(name).await, envs.events(name).await) {
-                (Ok(r), Ok(events)) => {
-                    let branch = envs.branch_and_catalog(&r.name);
-                    out.report(&RefDetail::new(&r, &paths.warehouse, events, branch));
-                    Ok(())
-                }
-                (Err(d), _) | (_, Err(d)) => Err(d),
-            }
+            envs.detail_report(name, &paths.warehouse)
+                .await
+                .map(|r| out.report(&r))
         }
         RefCommand::Create { name, from } => envs.create(&name, &from).await.map(|r| {
             out.report(&RefCreated {

@@ -207,3 +207,25 @@ pub fn gates(cx: &Context, call: &Call) -> Read {
         envelope(&report, &all_diagnostics(c))
     })
 }
+
+/// `GET /v1/refs`: `ref list --json`.
+pub fn refs(cx: &Context) -> Read {
+    let target = cx.target(None);
+    cx.runtime.block_on(async {
+        let report = target.environments().await?.list_report().await?;
+        envelope(&report, &[])
+    })
+}
+
+/// `GET /v1/refs/<ref>`: `ref show <ref> --json` (its pointers, run, promotions and
+/// rollbacks).
+pub fn reference(cx: &Context, name: &str) -> Read {
+    let target = cx.target(None);
+    cx.runtime.block_on(async {
+        let environments = target.environments().await?;
+        let report = environments
+            .detail_report(name, &cx.files.warehouse)
+            .await?;
+        envelope(&report, &[])
+    })
+}

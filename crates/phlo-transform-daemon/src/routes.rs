@@ -31,6 +31,8 @@ pub const ROUTES: &[Route] = &[
     route("GET", "/v1/state/models/{model}"),
     route("GET", "/v1/state/failures"),
     route("GET", "/v1/gates"),
+    route("GET", "/v1/refs"),
+    route("GET", "/v1/refs/{ref}"),
     route("GET", "/v1/operations"),
     route("POST", "/v1/operations"),
     route("GET", "/v1/operations/{id}"),
@@ -146,6 +148,8 @@ impl Daemon {
             ("GET", "/v1/state/models/{model}") => ok(reads::model_history(cx, call, values[0])?),
             ("GET", "/v1/state/failures") => ok(reads::failures(cx, call)?),
             ("GET", "/v1/gates") => ok(reads::gates(cx, call)?),
+            ("GET", "/v1/refs") => ok(reads::refs(cx)?),
+            ("GET", "/v1/refs/{ref}") => ok(reads::reference(cx, values[0])?),
             ("GET", "/v1/operations") => ok(json!({ "operations": self.operations.list() })),
             ("POST", "/v1/operations") => self.submit(call),
             ("GET", "/v1/operations/{id}") => {

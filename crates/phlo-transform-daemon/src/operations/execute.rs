@@ -4,7 +4,7 @@
 //! plan's front end: progress from the run's events, cancellation through the run's
 //! `CancelHandle`, the result the command's `--json` prints.
 
-use super::operation::{now, Kind, Operation, Status};
+use super::operation::{now, Kind, Operation, Status, Submission};
 use super::registry::Operations;
 use crate::api_error::ErrorBody;
 use crate::context::Context;
@@ -17,6 +17,7 @@ use phlo_transform_exec::command::{
     execute_plan, ExecutionOptions, FrontEnd, LocalFuture, PendingArtifacts, PendingRun,
     PlanCommand, PlanFrontEnd, PlanRequest,
 };
+use phlo_transform_exec::environments::promote::PromoteOptions;
 use phlo_transform_exec::{continuation, planning, Continuation, EventSink, RunEvent, RunReport};
 use phlo_transform_plan::CompileErrorBlocking;
 use phlo_transform_plan::Plan;
@@ -62,6 +63,7 @@ fn execute_one(cx: &Context, operations: &Operations, id: &str) {
     });
     let (status, result, error) = match op.submission.kind {
         Kind::Reload => reload(cx),
+        Kind::Promote => promote(cx, &op.submission),
         _ => match cx.runtime.block_on(execute_run(cx, operations, &op)) {
             Ok((status, report)) => (status, Some(report), None),
             Err(diagnostics) => {
@@ -87,6 +89,40 @@ fn reload(cx: &Context) -> (Status, Option<Value>, Option<ErrorBody>) {
     match &published.fatal {
         None => (Status::Succeeded, Some(report), None),
         Some(d) => (Status::Failed, Some(report), Some(ErrorBody::of(d))),
+    }
+}
+
+/// `promote <candidate> --to <to>` as the command line runs it: succeeded when published
+/// (or, with `check`, when every gate passed), failed with PROMOTION_BLOCKED when a gate did
+/// not; the result is `promote --json`'s document either way.
+fn promote(cx: &Context, sub: &Submission) -> (Status, Option<Value>, Option<ErrorBody>) {
+    let candidate = sub.candidate.as_deref().unwrap_or_default();
+    let to = sub
+        .to
+        .as_deref()
+        .unwrap_or(phlo_transform_exec::environments::MAIN);
+    let options = PromoteOptions {
+        check: sub.check,
+        require_diff: sub.require_diff,
+    };
+    let target = cx.target(None);
+    let promoted = cx.runtime.block_on(async {
+        let environments = target.environments().await?;
+        environments.promote(candidate, to, options).await
+    });
+    match promoted {
+        Ok(p) => match p.blocked() {
+            None => (Status::Succeeded, Some(envelope(&p, &[])), None),
+            Some(blocked) => {
+                let error = ErrorBody::of(&blocked);
+                (Status::Failed, Some(envelope(&p, &[blocked])), Some(error))
+            }
+        },
+        Err(d) => (
+            Status::Failed,
+            Some(envelope(&Nothing {}, std::slice::from_ref(&d))),
+            Some(ErrorBody::of(&d)),
+        ),
     }
 }
 

@@ -19,6 +19,9 @@ pub enum Kind {
     RetryFailed,
     /// Compile the workspace again from the disk (and read the sources again).
     Reload,
+    /// `promote <candidate> --to <to>`: the gates evaluated, the candidate published when
+    /// they pass.
+    Promote,
 }
 
 /// A submission: the body of `POST /v1/operations`.
@@ -44,6 +47,18 @@ pub struct Submission {
     /// Models built at once (`-j`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<usize>,
+    /// The reference `promote` publishes (its positional argument).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
+    /// The reference `promote` publishes into (`--to`); default main.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `promote --check`: the gates only, nothing published.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check: bool,
+    /// `promote --require-diff`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_diff: bool,
     /// The idempotency key, when not given as the `Idempotency-Key` header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
@@ -70,6 +85,27 @@ impl Submission {
         }
         if self.jobs == Some(0) {
             return Err(ApiError::bad_request("`jobs` must be at least 1"));
+        }
+        let promotes = self.kind == Kind::Promote;
+        if promotes && self.candidate.is_none() {
+            return Err(ApiError::bad_request(
+                "`promote` needs `candidate`: the reference to publish",
+            ));
+        }
+        let selects = !self.select.is_empty() || !self.exclude.is_empty() || !self.tags.is_empty();
+        if promotes
+            && (selects || self.full_refresh || self.jobs.is_some() || self.environment.is_some())
+        {
+            return Err(ApiError::bad_request(
+                "selection, `environment`, `full_refresh` and `jobs` do not apply to promote: it publishes `candidate` into `to`",
+            ));
+        }
+        if !promotes
+            && (self.candidate.is_some() || self.to.is_some() || self.check || self.require_diff)
+        {
+            return Err(ApiError::bad_request(
+                "`candidate`, `to`, `check` and `require_diff` only apply to `promote`",
+            ));
         }
         Ok(())
     }

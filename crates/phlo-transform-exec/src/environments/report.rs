@@ -187,3 +187,26 @@ impl Environments {
         })
     }
 }
+
+impl super::Environments {
+    /// `ref list`'s report.
+    pub async fn list_report(&self) -> Result<RefList, phlo_transform_core::Diagnostic> {
+        let refs = self.list().await?;
+        Ok(RefList {
+            refs: refs.iter().map(RefSummary::new).collect(),
+        })
+    }
+
+    /// `ref show <name>`'s report: its pointers (paths under `warehouse` on the embedded
+    /// engine), its run, and its promotions and rollbacks.
+    pub async fn detail_report(
+        &self,
+        name: &str,
+        warehouse: &Path,
+    ) -> Result<RefDetail, phlo_transform_core::Diagnostic> {
+        let r = self.get(name).await?;
+        let events = self.events(name).await?;
+        let branch = self.branch_and_catalog(&r.name);
+        Ok(RefDetail::new(&r, warehouse, events, branch))
+    }
+}
