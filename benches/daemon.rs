@@ -12,14 +12,15 @@
 //! Under `cargo test --benches` it runs a quick smoke test on 200 models.
 //! See docs/performance.md for the figures.
 
+#[path = "../tests/support/daemon_process.rs"]
+mod daemon_process;
 #[path = "support/generate.rs"]
 #[allow(dead_code)]
 mod generate;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_phlo-transform");
@@ -53,18 +54,6 @@ fn main() {
                 figures.len()
             );
         }
-    }
-}
-
-struct Daemon {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -110,29 +99,6 @@ fn memory(pid: u32, field: &str) -> String {
                 .map(|l| l[field.len()..].trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into())
-}
-
-fn start(root: &Path) -> Daemon {
-    let mut child = Command::new(BIN)
-        .arg("-C")
-        .arg(root)
-        .args(["daemon", "--listen", "127.0.0.1:0"])
-        .env_remove("PHLO_STATE_URL")
-        .env_remove("PHLO_DAEMON_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("the daemon did not start: {line:?}"))
-        .to_string();
-    Daemon { child, addr }
 }
 
 /// `CLIENTS` threads reading `path` for `duration`, each request on its own connection;
@@ -190,7 +156,7 @@ fn malformed(i: usize, addr: &str) -> Vec<u8> {
 fn measure(root: &Path, duration: Duration) -> Vec<(&'static str, String)> {
     let mut figures = Vec::new();
     let started = Instant::now();
-    let daemon = start(root);
+    let daemon = daemon_process::DaemonProcess::start(Path::new(BIN), root, &[]);
     figures.push((
         "start → listening (cold compile in memory)",
         ms(started.elapsed()),

@@ -3,47 +3,28 @@
 //! commands print with `--json`.
 
 mod common;
+#[path = "support/daemon_process.rs"]
+mod daemon_process;
 
+use daemon_process::DaemonProcess;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "s3cret";
 
 /// A daemon process, killed when dropped.
 struct Daemon {
-    child: Child,
-    addr: String,
+    process: DaemonProcess,
 }
 
 impl Daemon {
     fn start(root: &Path) -> Daemon {
-        let mut child = Command::new(common::bin())
-            .args([
-                "-C",
-                root.to_str().unwrap(),
-                "daemon",
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .args(["--token", TOKEN, "--poll-ms", "50"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the binary starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("the daemon did not say where it listens: {line:?}"))
-            .to_string();
-        Daemon { child, addr }
+        let process =
+            DaemonProcess::start(&common::bin(), root, &["--token", TOKEN, "--poll-ms", "50"]);
+        Daemon { process }
     }
 
     /// One request; `(status, body as JSON)`.
@@ -65,11 +46,11 @@ impl Daemon {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let mut stream = TcpStream::connect(&self.process.addr).unwrap();
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let mut request = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
+            self.process.addr,
             body.len()
         );
         if let Some(t) = token {
@@ -111,13 +92,6 @@ impl Daemon {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -21,17 +21,7 @@ use std::time::{Duration, UNIX_EPOCH};
 const SITES_MTIME: u64 = 1_577_934_245;
 
 fn phlo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Value {
-    let mut cmd = Command::new(common::bin());
-    cmd.arg("-C")
-        .arg(dir)
-        .args(args)
-        .env_remove("PHLO_STATE_URL");
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENLINEAGE")) {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = common::with_openlineage_env(dir, args, env);
     let out = cmd.output().expect("binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -182,17 +181,7 @@ struct Ran {
 
 /// `run --json` in `dir` with exactly the `OPENLINEAGE__*` variables of `env`.
 fn run_with(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Ran {
-    let mut cmd = Command::new(common::bin());
-    cmd.arg("-C")
-        .arg(dir)
-        .args(args)
-        .env_remove("PHLO_STATE_URL");
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENLINEAGE")) {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = common::with_openlineage_env(dir, args, env);
     let t0 = Instant::now();
     let out = cmd.output().expect("binary runs");
     let elapsed = t0.elapsed();

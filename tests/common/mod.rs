@@ -76,6 +76,27 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// The binary in `dir` with `args` and exactly the `OPENLINEAGE__*` variables of `env` (the
+/// caller's own are removed, so a developer's configuration never leaks into a test).
+pub fn with_openlineage_env<V: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, V)],
+) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("PHLO_STATE_URL");
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENLINEAGE")) {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 /// Runs the binary in `dir` with `args`, waits (at most two minutes) until `started` says
 /// the work to interrupt is under way, then sends it SIGINT (Ctrl-C) and returns its output.
 pub fn interrupted(dir: &Path, args: &[&str], started: impl Fn() -> bool) -> Output {
