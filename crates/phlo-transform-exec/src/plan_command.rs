@@ -9,6 +9,8 @@ use phlo_transform_compiler::artifacts::LineageArtifacts;
 use phlo_transform_compiler::{ArtifactDir, Compilation};
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::{BlockedPlan, Plan, SelectorSpec};
+use phlo_transform_state::StateStore;
+use std::sync::Arc;
 
 use crate::command::FrontEnd;
 use crate::planning::{blocked_plan, make_plan_in};
@@ -54,21 +56,8 @@ pub async fn plan<'c>(
         return Ok(Planned::Blocked(blocked(c, target).await));
     }
     let store = target.open_state().await.map_err(|d| vec![d])?;
-    let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
-    // Planning only asks whether relations exist: nothing needs opening.
-    let (engine, warnings) = target
-        .open_engine(c, binding.as_ref(), Purpose::Plan)
-        .await
-        .map_err(|d| vec![d])?;
+    let (p, warnings) = plan_in(c, target, store.clone(), request.spec).await?;
     front.warnings(warnings);
-    let p = make_plan_in(
-        c,
-        binding.as_ref(),
-        engine.as_ref(),
-        store.as_ref(),
-        request.spec,
-    )
-    .await?;
     phlo_transform_plan::store_plan(store.as_ref(), &p)
         .await
         .map_err(|d| vec![d])?;
@@ -95,13 +84,26 @@ pub async fn preview<'c>(
         return Ok((Planned::Blocked(blocked(c, target).await), Vec::new()));
     }
     let store = target.open_state_read_only().await.map_err(|d| vec![d])?;
+    let (p, warnings) = plan_in(c, target, store, spec).await?;
+    Ok((Planned::Plan(Box::new(p)), warnings))
+}
+
+/// The plan of `spec` against `store` in the environment `target` binds, with the engine's
+/// warnings.
+async fn plan_in(
+    c: &Compilation,
+    target: &CommandTarget<'_>,
+    store: Arc<dyn StateStore>,
+    spec: &SelectorSpec,
+) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
     let binding = target.bind(c, store.clone()).await.map_err(|d| vec![d])?;
+    // Planning only asks whether relations exist: nothing needs opening.
     let (engine, warnings) = target
         .open_engine(c, binding.as_ref(), Purpose::Plan)
         .await
         .map_err(|d| vec![d])?;
     let p = make_plan_in(c, binding.as_ref(), engine.as_ref(), store.as_ref(), spec).await?;
-    Ok((Planned::Plan(Box::new(p)), warnings))
+    Ok((p, warnings))
 }
 
 /// [`preview`] of model `model` alone, as the document `plan -s <model> --json` prints
