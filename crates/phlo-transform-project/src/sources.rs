@@ -166,6 +166,19 @@ impl SourceDecl {
         format!("source://{}", self.name.replace('.', "/"))
     }
 
+    /// Whether the source's data is local files at `path` (a file, or a table's folder), so a
+    /// change of it shows in their sizes and modification times ([`crate::fingerprint`]):
+    /// neither a REST catalog table nor a relation of a warehouse ([`SourceDecl::in_warehouse`],
+    /// located as `<adapter>:<name>` even once pinned to a table's metadata file).
+    pub fn in_local_files(&self) -> bool {
+        let in_warehouse = crate::AdapterKind::ALL.iter().any(|kind| {
+            self.location
+                .strip_prefix(kind.as_str())
+                .is_some_and(|rest| rest.starts_with(':'))
+        });
+        self.rest.is_none() && !self.path.as_os_str().is_empty() && !in_warehouse
+    }
+
     /// A relation that lives only in the warehouse of an `adapter` target (`postgres`,
     /// `duckdb`, `trino`), typed from that warehouse's catalog: no file, its columns declared
     /// as the catalog gave them, located as `<adapter>:<name>`.
