@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{WatchEvent, WatchFrontEnd};
+use super::event::{WatchEvent, WatchFrontEnd};
 use crate::command::{FrontEnd, LocalFuture, PendingArtifacts, PendingRun, PlanFrontEnd};
 use crate::{CancelHandle, RunReport};
 

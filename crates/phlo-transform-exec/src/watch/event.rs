@@ -1,7 +1,10 @@
 //! What a watch says as it goes: one event per step of a cycle, serialised with an `event`
-//! tag (one JSON object per line on `watch --json`), rendered as text by the command line.
+//! tag (one JSON object per line on `watch --json`), rendered as text by the command line;
+//! and the trait of who hears it. A leaf of the watch's modules.
 
+use phlo_transform_core::Diagnostic;
 use phlo_transform_events::{ModelResult, StatusCounts, TestResult};
+use phlo_transform_project::Workspace;
 use serde::Serialize;
 
 use super::inputs::SourceChange;
@@ -78,4 +81,12 @@ pub enum WatchEvent<'a> {
         /// `None`: every source is in files the file poll covers.
         sources_ms: Option<u64>,
     },
+}
+
+/// What a front end (the command line) does with a watch's events.
+pub trait WatchFrontEnd: Sync {
+    /// `event` happened, with the diagnostics that go with it (a compile's, the reasons a
+    /// cycle stopped, what opening the engine met) and the workspace their snippets come from.
+    /// Called from the run's scheduler too: it must return at once.
+    fn event(&self, event: &WatchEvent<'_>, diagnostics: &[Diagnostic], ws: Option<&Workspace>);
 }

@@ -20,7 +20,7 @@ mod cycle;
 mod event;
 mod inputs;
 
-pub use event::{Trigger, WatchEvent};
+pub use event::{Trigger, WatchEvent, WatchFrontEnd};
 pub use inputs::{watched, SourceChange};
 
 use phlo_transform_adapter::SchemaRead;
@@ -29,7 +29,6 @@ use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::{CompileErrorBlocking, SelectorSpec};
 use phlo_transform_project::fingerprint::{Fingerprint, Watched};
-use phlo_transform_project::Workspace;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,14 +84,6 @@ pub struct WatchRequest<'a> {
     pub intervals: Intervals,
     /// Ends the watch (the command line: the first Ctrl-C or SIGTERM).
     pub stop: CancelHandle,
-}
-
-/// What a front end (the command line) does with a watch's events.
-pub trait WatchFrontEnd: Sync {
-    /// `event` happened, with the diagnostics that go with it (a compile's, the reasons a
-    /// cycle stopped, what opening the engine met) and the workspace their snippets come from.
-    /// Called from the run's scheduler too: it must return at once.
-    fn event(&self, event: &WatchEvent<'_>, diagnostics: &[Diagnostic], ws: Option<&Workspace>);
 }
 
 /// How a watch ended.
