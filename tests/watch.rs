@@ -3,8 +3,8 @@
 //! model `lab.b` that reads no source, and `lab.c` downstream of `lab.a` with a not-null test.
 //! `watch --json --poll-ms 100` builds all three; rows appended to the Delta source rebuild
 //! `lab.a` and `lab.c` (then `lab.c`'s test), never `lab.b`; a type error in a model is a
-//! `compiled` event carrying its diagnostic; fixed, it compiles clean; SIGINT ends the watch
-//! with exit 0.
+//! `compiled` event carrying its diagnostic; fixed, it compiles clean; SIGINT between cycles
+//! ends the watch with exit 0, and during a build cancels the run (exit 1, as `run`).
 //!
 //! Needs `python3` with `deltalake` and `pyarrow` (`.ci/run` installs them); without them the
 //! test fails, saying what to install.
@@ -154,19 +154,16 @@ impl Watch {
             .filter(move |e| e["cycle"] == cycle && e["event"] == event.as_str())
     }
 
-    /// SIGINT (Ctrl-C), then the exit code.
-    fn interrupt(mut self) -> (i32, String) {
+    /// SIGINT (Ctrl-C); then the exit code and stderr, every event printed collected.
+    fn interrupt(&mut self) -> (i32, String) {
         // SAFETY: signalling a child process this test started.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
         }
         let deadline = Instant::now() + WAIT;
-        loop {
+        let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                // The reader threads end with the pipes.
-                std::thread::sleep(Duration::from_millis(50));
-                let stderr = self.stderr.lock().unwrap().clone();
-                return (status.code().unwrap_or(-1), stderr);
+                break status;
             }
             assert!(
                 Instant::now() < deadline,
@@ -174,7 +171,13 @@ impl Watch {
                 self.printed()
             );
             std::thread::sleep(Duration::from_millis(50));
+        };
+        // The reader thread ends with the pipe.
+        while let Ok(line) = self.lines.recv_timeout(WAIT) {
+            self.events.push(serde_json::from_str(&line).unwrap());
         }
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), stderr)
     }
 }
 
@@ -288,6 +291,31 @@ fn a_delta_append_rebuilds_only_its_readers_and_edits_show_fresh_diagnostics() {
     let (code, stderr) = watch.interrupt();
     assert_eq!(code, 0, "stopped between cycles:\n{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
+}
+
+#[test]
+fn sigint_during_a_build_cancels_the_run_and_exits_as_an_interrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path();
+    common::write_file(ws, "phlo.toml", "[transform]\n");
+    // Minutes of work in a debug build: still running when the signal comes.
+    common::write_file(
+        ws,
+        "transforms/x/slow.sql",
+        "-- @table\nselect count(*) as n, sum(value * value) as s from range(3000000000)\n",
+    );
+    let mut watch = Watch::start(ws);
+    watch.wait_for("the plan", |e| e["event"] == "planned");
+    let (code, stderr) = watch.interrupt();
+    let finished = watch.of(1, "run_finished").next().cloned();
+    let status = finished.as_ref().map(|f| &f["status"]);
+    assert_eq!(status, Some(&"cancelled".into()), "{}", watch.printed());
+    let model = watch.of(1, "model").next().map(|m| m["status"].clone());
+    assert_eq!(model, Some("cancelled".into()), "{}", watch.printed());
+    assert_eq!(
+        code, 1,
+        "the code `run` gives an interrupted run:\n{stderr}"
+    );
 }
 
 #[test]
