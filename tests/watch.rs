@@ -10,6 +10,9 @@
 //! test fails, saying what to install.
 
 mod common;
+#[allow(dead_code)]
+#[path = "iceberg_rest/server.rs"]
+mod server;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -55,11 +58,14 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(dir: &Path) -> Watch {
+    /// `watch --json --poll-ms 100` with `args`.
+    fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Watch {
         let mut child = Command::new(common::bin())
             .arg("-C")
             .arg(dir)
             .args(["watch", "--json", "--poll-ms", "100"])
+            .args(args)
+            .envs(env.iter().copied())
             .env_remove("PHLO_STATE_URL")
             .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
@@ -212,7 +218,7 @@ fn a_delta_append_rebuilds_only_its_readers_and_edits_show_fresh_diagnostics() {
     let table = ws.join("sources/lims/results");
     write_delta(&table, 1);
 
-    let mut watch = Watch::start(ws);
+    let mut watch = Watch::start(ws, &[], &[]);
     let first = watch.wait_for("the first compile", |e| e["event"] == "compiled");
     assert_eq!(
         (&first["cycle"], &first["trigger"], &first["errors"]),
@@ -304,7 +310,7 @@ fn sigint_during_a_build_cancels_the_run_and_exits_as_an_interrupted_run() {
         "transforms/x/slow.sql",
         "-- @table\nselect count(*) as n, sum(value * value) as s from range(3000000000)\n",
     );
-    let mut watch = Watch::start(ws);
+    let mut watch = Watch::start(ws, &[], &[]);
     watch.wait_for("the plan", |e| e["event"] == "planned");
     let (code, stderr) = watch.interrupt();
     let finished = watch.of(1, "run_finished").next().cloned();
@@ -316,6 +322,88 @@ fn sigint_during_a_build_cancels_the_run_and_exits_as_an_interrupted_run() {
         code, 1,
         "the code `run` gives an interrupted run:\n{stderr}"
     );
+}
+
+/// A table of an Iceberg REST catalog (the in-test catalog of tests/iceberg_rest.rs, the table
+/// written by PyIceberg outside the workspace): no file of the workspace shows its new snapshot,
+/// so the source poll finds it, and only its reader rebuilds.
+#[test]
+fn a_new_snapshot_in_a_rest_catalog_rebuilds_only_its_reader() {
+    const TOKEN: &str = "phlo-watch-token-41c9";
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let (pyiceberg, lake) = (
+        tmp.path().join("pyiceberg"),
+        tmp.path().join("lake/samples"),
+    );
+    let write_iceberg = |step: &str| -> Value {
+        let out = Command::new("python3")
+            .arg(common::python_script("write_iceberg.py"))
+            .args([&pyiceberg, &lake])
+            .args(["lims.samples", step])
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "write_iceberg.py failed (needs: python3 -m pip install \"pyiceberg[sql-sqlite,pyarrow]\"):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = write_iceberg("1");
+    let catalog = server::RestCatalog::start("/api/catalog", None, Some(TOKEN));
+    let location = |v: &Value| v["metadata_location"].as_str().unwrap().to_string();
+    catalog.put_metadata("lims.samples", &location(&first));
+    common::write_file(
+        &ws,
+        "phlo.toml",
+        &format!(
+            "[source.\"raw.samples\"]\ncatalog = \"{}\"\ntable = \"lims.samples\"\n\
+             token_env = \"PHLO_TEST_ICEBERG_TOKEN\"\n",
+            catalog.url
+        ),
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/passed_by_site.sql",
+        "-- @table\nselect site, count(*) as n from raw.samples where passed group by site\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/other.sql",
+        "-- @table\nselect 1 as one\n",
+    );
+
+    let env = [("PHLO_TEST_ICEBERG_TOKEN", TOKEN)];
+    let mut watch = Watch::start(&ws, &["--source-poll-ms", "200"], &env);
+    let idle = watch.wait_for("the end of cycle 1", |e| e["event"] == "idle");
+    assert_eq!(idle["sources_ms"], 200, "{idle}");
+    assert_eq!(
+        watch.built(1),
+        ["shop.other", "shop.passed_by_site"],
+        "{}",
+        watch.printed()
+    );
+
+    catalog.put_metadata("lims.samples", &location(&write_iceberg("2")));
+    let changed = watch.wait_for("the new snapshot", |e| {
+        e["event"] == "compiled" && e["trigger"] == "sources"
+    });
+    assert_eq!(
+        changed["sources_changed"][0]["name"], "raw.samples",
+        "{changed}"
+    );
+    let cycle = cycle_of(&changed);
+    watch.idle(cycle);
+    assert_eq!(
+        watch.built(cycle),
+        ["shop.passed_by_site"],
+        "{}",
+        watch.printed()
+    );
+    let (code, stderr) = watch.interrupt();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains(TOKEN) && !watch.printed().contains(TOKEN));
 }
 
 #[test]
