@@ -388,6 +388,24 @@ mod tests {
     }
 
     #[test]
+    fn only_sources_in_local_files_are_left_to_the_file_poll() {
+        let warehouse = |kind| SourceDecl::in_warehouse(kind, "tpch.tiny.nation".into(), vec![]);
+        let mut pinned = warehouse(crate::AdapterKind::Trino);
+        // Trino's Iceberg tables are pinned to their metadata file, still in the warehouse.
+        pinned.path = PathBuf::from("/lake/nation/metadata/00001.metadata.json");
+        pinned.format = SourceFormat::Iceberg;
+        assert!(!warehouse(crate::AdapterKind::Postgres).in_local_files());
+        assert!(!pinned.in_local_files());
+        let mut file = pinned.clone();
+        file.location = "sources/raw/orders.csv".into();
+        file.path = PathBuf::from("/ws/sources/raw/orders.csv");
+        assert!(file.in_local_files());
+        let s = section("catalog = \"http://cat:8181\"");
+        file.rest = rest_table("raw.events", &s).unwrap();
+        assert!(!file.in_local_files(), "a REST catalog table");
+    }
+
+    #[test]
     fn a_rest_catalog_source_names_its_table() {
         let s = section("catalog = \"http://cat:8181\"\ntoken_env = \"TOKEN\"");
         let rest = rest_table("raw.events", &s).unwrap().unwrap();
