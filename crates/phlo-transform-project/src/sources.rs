@@ -392,7 +392,7 @@ mod tests {
         let warehouse = |kind| SourceDecl::in_warehouse(kind, "tpch.tiny.nation".into(), vec![]);
         let mut pinned = warehouse(crate::AdapterKind::Trino);
         // Trino's Iceberg tables are pinned to their metadata file, still in the warehouse.
-        pinned.path = PathBuf::from("/lake/nation/metadata/00001.metadata.json");
+        pinned.path = PathBuf::from("/lake/nation/metadata/00001");
         pinned.format = SourceFormat::Iceberg;
         assert!(!warehouse(crate::AdapterKind::Postgres).in_local_files());
         assert!(!pinned.in_local_files());
