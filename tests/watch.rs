@@ -2,7 +2,7 @@
 //! Delta source (`lims.results`, written by delta-rs's Python bindings) read by `lab.a`, a
 //! model `lab.b` that reads no source, and `lab.c` downstream of `lab.a` with a not-null test.
 //! `watch --json --poll-ms 100` builds all three; rows appended to the Delta source rebuild
-//! `lab.a` and `lab.c` (then `lab.c`'s test), never `lab.b`; a type error in a model is a
+//! `lab.a` and `lab.c` (then `lab.c`'s test), never `lab.b`, and their `current_as_of` moves; a type error in a model is a
 //! `compiled` event carrying its diagnostic; fixed, it compiles clean; SIGINT between cycles
 //! ends the watch with exit 0, and during a build cancels the run (exit 1, as `run`).
 //!
@@ -259,7 +259,19 @@ fn a_delta_append_rebuilds_only_its_readers_and_edits_show_fresh_diagnostics() {
     assert_eq!(planned["build"], serde_json::json!(["lab.a", "lab.c"]));
     let tests = watch.of(cycle, "tests").next().expect("lab.c's test ran");
     assert_eq!((&tests["passed"], &tests["failed"]), (&1.into(), &0.into()));
-    // Here issue 40 item 4 asserts that lab.a's `current_as_of` moved (`state --json`).
+    // Their freshness clocks moved with the source (issue 40 item 4): the commit time of
+    // the version read, later than the first's (RFC 3339 in UTC: ordered as text).
+    for model in ["lab.a", "lab.c"] {
+        let as_of = |n: u64| -> String {
+            let built = watch.of(n, "model").find(|e| e["name"] == model);
+            let as_of = built.and_then(|e| e["current_as_of"].as_str());
+            as_of
+                .unwrap_or_else(|| panic!("{model} in cycle {n}\n{}", watch.printed()))
+                .into()
+        };
+        let (before, after) = (as_of(1), as_of(cycle));
+        assert!(after > before, "{model}'s current_as_of {before} → {after}");
+    }
 
     // A type error: the compile says so with its code, where it is; nothing else rebuilds.
     replace_file(
