@@ -22,6 +22,17 @@ use super::Paths;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ExecutionArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Print the run's events as JSON Lines on stdout (the last, `run_finished`, carries the
+    /// run report) instead of the text report.
+    #[arg(long)]
+    pub events: bool,
+}
+
+/// How a run builds: the flags `run`, `apply` and `watch` share.
+#[derive(Args, Clone, Debug, Default)]
+pub struct BuildArgs {
     #[arg(long, short = 'j', value_parser = at_least_one, help = jobs_help())]
     pub jobs: Option<usize>,
     /// Extra attempts for failures the engine marks transient, with exponential backoff
@@ -36,10 +47,6 @@ pub struct ExecutionArgs {
     /// The longest one attempt of one model may run (`90s`, `30m`, `1h 30m`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub model_timeout: Option<Duration>,
-    /// Print the run's events as JSON Lines on stdout (the last, `run_finished`, carries the
-    /// run report) instead of the text report.
-    #[arg(long)]
-    pub events: bool,
     /// Run every data test, even those cached: passed earlier at their current version (same
     /// test SQL, same versions of the models and sources it reads).
     #[arg(long)]
@@ -49,6 +56,21 @@ pub struct ExecutionArgs {
     /// true` in phlo.toml does it for every run.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub artifacts: Vec<ArtifactFormat>,
+}
+
+impl BuildArgs {
+    /// The library's options for a run that continues `continuation`.
+    pub fn options(&self, continuation: Continuation) -> ExecutionOptions {
+        ExecutionOptions {
+            jobs: self.jobs,
+            retries: self.retries,
+            fail_fast: self.fail_fast,
+            model_timeout: self.model_timeout,
+            rerun_tests: self.rerun_tests,
+            continuation,
+            dbt_artifacts: self.artifacts.contains(&ArtifactFormat::Dbt),
+        }
+    }
 }
 
 /// `--artifacts`: the formats of other tools a run also writes.
@@ -74,15 +96,7 @@ impl Execution {
 
     /// The library's options for this execution.
     pub fn options(&self) -> ExecutionOptions {
-        ExecutionOptions {
-            jobs: self.args.jobs,
-            retries: self.args.retries,
-            fail_fast: self.args.fail_fast,
-            model_timeout: self.args.model_timeout,
-            rerun_tests: self.args.rerun_tests,
-            continuation: self.continuation.clone(),
-            dbt_artifacts: self.args.artifacts.contains(&ArtifactFormat::Dbt),
-        }
+        self.args.build.options(self.continuation.clone())
     }
 }
 

@@ -14,6 +14,7 @@ mod render;
 mod review;
 mod selection;
 mod state;
+mod watch;
 
 pub use context::{
     compile, compile_refreshed, open_state, open_state_read_only, Paths, EXIT_ERRORS,
@@ -177,6 +178,24 @@ pub enum Command {
         /// failed tests. A run id or a unique prefix; selection flags do not apply.
         #[arg(long, value_name = "RUN")]
         retry_failed: Option<String>,
+        #[command(flatten)]
+        selection: SelectionArgs,
+    },
+    /// Keep the workspace built: run what is out of date, then on every edit compile again
+    /// (fresh diagnostics) and on every change of a model or a source rebuild only what it
+    /// reaches, then its tests. Ctrl-C stops (docs/cli.md#watch).
+    Watch {
+        #[command(flatten)]
+        build: execute::BuildArgs,
+        /// How often the workspace's files (and sources in files outside it) are checked
+        /// for changes, in milliseconds (50 to 60000).
+        #[arg(long, default_value_t = phlo_transform_exec::watch::Intervals::DEFAULT_FILES_MS, value_name = "MS")]
+        poll_ms: u64,
+        /// How often sources no file shows (Iceberg REST catalog tables, warehouse
+        /// relations) are read again, in milliseconds (50 to 60000; never more often than
+        /// --poll-ms).
+        #[arg(long, default_value_t = phlo_transform_exec::watch::Intervals::DEFAULT_SOURCES_MS, value_name = "MS")]
+        source_poll_ms: u64,
         #[command(flatten)]
         selection: SelectionArgs,
     },
@@ -444,6 +463,15 @@ pub async fn dispatch(cli: Cli) -> u8 {
             }
         }
         Command::Test { selection } => commands::test(&paths, &selection.spec(), json).await,
+        Command::Watch {
+            build,
+            poll_ms,
+            source_poll_ms,
+            selection,
+        } => {
+            let polls = (poll_ms, source_poll_ms);
+            watch::watch(&paths, &build, &selection.spec(), polls, json).await
+        }
         Command::Lineage {
             diff: Some(reference),
             ..

@@ -30,6 +30,7 @@ mod scheduler;
 mod source_failure;
 pub mod target;
 mod tests_run;
+pub mod watch;
 
 pub use cancel::CancelHandle;
 pub use compile::{compile_for_target, compile_for_target_with, SourceStates};

@@ -7,6 +7,7 @@ pub mod dbt_import;
 pub mod directives;
 pub mod discovery;
 pub mod effective;
+pub mod fingerprint;
 pub mod freshness;
 pub mod init;
 pub mod maintenance;

@@ -166,6 +166,19 @@ impl SourceDecl {
         format!("source://{}", self.name.replace('.', "/"))
     }
 
+    /// Whether the source's data is local files at `path` (a file, or a table's folder), so a
+    /// change of it shows in their sizes and modification times ([`crate::fingerprint`]):
+    /// neither a REST catalog table nor a relation of a warehouse ([`SourceDecl::in_warehouse`],
+    /// located as `<adapter>:<name>` even once pinned to a table's metadata file).
+    pub fn in_local_files(&self) -> bool {
+        let in_warehouse = crate::AdapterKind::ALL.iter().any(|kind| {
+            self.location
+                .strip_prefix(kind.as_str())
+                .is_some_and(|rest| rest.starts_with(':'))
+        });
+        self.rest.is_none() && !self.path.as_os_str().is_empty() && !in_warehouse
+    }
+
     /// A relation that lives only in the warehouse of an `adapter` target (`postgres`,
     /// `duckdb`, `trino`), typed from that warehouse's catalog: no file, its columns declared
     /// as the catalog gave them, located as `<adapter>:<name>`.
@@ -372,6 +385,24 @@ mod tests {
 
     fn section(toml_text: &str) -> SourceSection {
         toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn only_sources_in_local_files_are_left_to_the_file_poll() {
+        let warehouse = |kind| SourceDecl::in_warehouse(kind, "tpch.tiny.nation".into(), vec![]);
+        let mut pinned = warehouse(crate::AdapterKind::Trino);
+        // Trino's Iceberg tables are pinned to their metadata file, still in the warehouse.
+        pinned.path = PathBuf::from("/lake/nation/metadata/00001");
+        pinned.format = SourceFormat::Iceberg;
+        assert!(!warehouse(crate::AdapterKind::Postgres).in_local_files());
+        assert!(!pinned.in_local_files());
+        let mut file = pinned.clone();
+        file.location = "sources/raw/orders.csv".into();
+        file.path = PathBuf::from("/ws/sources/raw/orders.csv");
+        assert!(file.in_local_files());
+        let s = section("catalog = \"http://cat:8181\"");
+        file.rest = rest_table("raw.events", &s).unwrap();
+        assert!(!file.in_local_files(), "a REST catalog table");
     }
 
     #[test]

@@ -255,6 +255,11 @@ codes! {
         help: "Spell it as the documentation does to silence the warning.",
         explanation: "British and American spellings are both read, with a warning naming the documented one.",
     }
+    INVALID_OPTION = "C007" {
+        summary: "A command-line option's value is outside the range the command accepts.",
+        help: "Pass a value in the range the message names (`phlo-transform <command> --help`).",
+        explanation: "Reported before the command does anything, for values that parse but cannot be honoured: `watch --poll-ms` and `--source-poll-ms` are bounded so a watch neither spins on the disk nor goes deaf for hours.",
+    }
     // PARSE
     SYNTAX_ERROR = "S001" {
         summary: "The model's SQL does not parse.",
