@@ -570,3 +570,47 @@ fn lineage_diff_refuses_what_has_no_history() {
     assert_eq!(code(outside.path(), "main"), "L014");
     drop(repo);
 }
+
+/// `lineage --diff <git-ref> --ref <candidate>` records the diff as the candidate's evidence,
+/// bound to its hash; `promote --check` then fails the `lineage_diff` gate on the removed
+/// column its reader still reads.
+#[test]
+fn a_lineage_diff_is_evidence_for_promote() {
+    let (repo, ws) = repository_with_history();
+    let created = run(&ws, &["--json", "ref", "create", "dev"]);
+    assert_eq!(created.code, 0, "{}\n{}", created.stdout, created.stderr);
+    let hash = created.json()["hash"].as_str().unwrap().to_string();
+    let out = run(
+        &ws,
+        &["--json", "lineage", "--diff", "main", "--ref", "dev"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let evidence = out.json()["evidence"].clone();
+    assert_eq!(evidence["ref"], "dev", "{evidence}");
+    assert_eq!(evidence["hash"], hash.as_str(), "{evidence}");
+    let orphaned = evidence["orphaned"].as_array().unwrap();
+    assert_eq!(orphaned.len(), 1, "{evidence}");
+    assert!(
+        orphaned[0]
+            .as_str()
+            .unwrap()
+            .contains("dataset://shop.orders#amount"),
+        "{evidence}"
+    );
+    let checked = run(&ws, &["--json", "promote", "dev", "--check"]).json();
+    let gate = checked["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "lineage_diff")
+        .unwrap_or_else(|| panic!("no lineage_diff gate: {checked}"))
+        .clone();
+    assert_eq!(gate["passed"], false, "{gate}");
+    let detail = gate["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(evidence["evidence_id"].as_str().unwrap()),
+        "{gate}"
+    );
+    assert!(detail.contains("shop.report"), "{gate}");
+    drop(repo);
+}

@@ -111,24 +111,14 @@ pub async fn lineage(
     EXIT_OK
 }
 
-/// `lineage --diff <git-ref>`: the work tree's lineage against the workspace at
-/// merge-base(ref, HEAD). Git history is not an environment's: `--ref` is refused.
-pub fn lineage_diff(paths: &Paths, reference: &str, json: bool) -> u8 {
-    if let Some(r) = &paths.reference {
-        return fatal(
-            Diagnostic::error(
-                codes::ENVIRONMENTS_UNSUPPORTED,
-                format!("--ref {r}: lineage --diff compares the workspace's Git history, not environments"),
-            )
-            .with_help("drop --ref; to compare two environments' data use `diff --from <ref> --to <ref>`"),
-            json,
-        );
-    }
+/// `lineage --diff <git-ref> [--ref <candidate>]`: the work tree's lineage against the
+/// workspace at merge-base(ref, HEAD); with `--ref`, recorded as the candidate's evidence.
+pub async fn lineage_diff(paths: &Paths, reference: &str, json: bool) -> u8 {
     let (c, out) = match compile_for_lineage(paths, json) {
         Ok(compiled) => compiled,
         Err(code) => return code,
     };
-    match phlo_transform_exec::lineage_diff::lineage_diff(c, paths.adapter.as_deref(), reference) {
+    match phlo_transform_exec::lineage_diff::lineage_diff_in(c, &paths.target(), reference).await {
         Ok(report) => {
             out.report(&report);
             EXIT_OK

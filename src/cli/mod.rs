@@ -475,7 +475,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Lineage {
             diff: Some(reference),
             ..
-        } => lineage::lineage_diff(&paths, &reference, json),
+        } => lineage::lineage_diff(&paths, &reference, json).await,
         Command::Lineage {
             target,
             format,

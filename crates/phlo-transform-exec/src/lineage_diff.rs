@@ -1,7 +1,8 @@
 //! `lineage --diff <git-ref>` (SPEC §55): the workspace at merge-base(ref, HEAD), read from
 //! Git's objects into a temporary directory, compiled for the same target as the work tree's
 //! compilation, and the two lineage graphs compared ([`phlo_transform_compiler::lineage::compare`]).
-//! Every front end calls [`lineage_diff`] and renders the [`LineageDiffReport`].
+//! Every front end calls [`lineage_diff`] (or [`lineage_diff_in`], which records it as a
+//! candidate's evidence) and renders the [`LineageDiffReport`].
 
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::lineage::{compare, LineageDiff};
@@ -9,6 +10,9 @@ use phlo_transform_compiler::Compilation;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::git_tree::{self, GitBase};
 use serde::Serialize;
+
+use crate::environments::lineage_gate::LineageEvidence;
+use crate::target::CommandTarget;
 
 /// What `lineage --diff` reports: the commit compared with, and what changed from it to the
 /// work tree.
@@ -19,6 +23,9 @@ pub struct LineageDiffReport {
     pub base_errors: usize,
     #[serde(flatten)]
     pub diff: LineageDiff,
+    /// With `--ref <candidate>`: the evidence recorded for the candidate's promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<LineageEvidence>,
 }
 
 /// Compares `candidate` (the work tree's compilation, for `adapter`'s target) with the
@@ -34,5 +41,25 @@ pub fn lineage_diff(
         base_errors: base.diagnostics.error_count(),
         diff: compare(base.lineage(), candidate.lineage()),
         base: tree.base.clone(),
+        evidence: None,
     })
+}
+
+/// [`lineage_diff`] where `target` runs; with an environment (`--ref <candidate>`), the diff
+/// is also recorded as the candidate's lineage-diff evidence, which `promote`'s
+/// `lineage_diff` gate reads.
+pub async fn lineage_diff_in(
+    candidate: &Compilation,
+    target: &CommandTarget<'_>,
+    reference: &str,
+) -> Result<LineageDiffReport, Diagnostic> {
+    let mut report = lineage_diff(candidate, target.adapter, reference)?;
+    if let Some(name) = target.reference {
+        let environments = target.environments().await?;
+        let recorded = environments
+            .record_lineage_diff(name, candidate, &report.base, &report.diff.orphaned)
+            .await?;
+        report.evidence = Some(recorded);
+    }
+    Ok(report)
 }

@@ -28,6 +28,13 @@ impl Report for LineageDiffReport {
                 self.base_errors
             );
         }
+        if let Some(e) = &self.evidence {
+            let _ = writeln!(
+                out,
+                "Recorded as evidence {} for `{}`@{} (promote's lineage_diff gate reads it).",
+                e.evidence_id, e.reference, e.hash
+            );
+        }
         if self.diff.is_empty() {
             let _ = writeln!(out, "\nNo lineage changes.");
             return out;

@@ -709,7 +709,7 @@ codes! {
     PROMOTION_BLOCKED = "Y011" {
         summary: "A promotion gate failed: nothing was published.",
         help: "Read the failed gate's detail: run the candidate again (`run --ref <name>`), fix the failing tests, or recreate the candidate from the current target.",
-        explanation: "`promote` publishes a candidate only when every gate passes (SPEC §47): run (its last run passed and is bound to its current hash), tests, blocked, schema (no breaking column change), data_diff (no diff policy violated by the branch diff recorded for both hashes; with --require-diff such a --full diff must exist), base (the target is still at the hash the candidate was created from) and conflicts.",
+        explanation: "`promote` publishes a candidate only when every gate passes (SPEC §47): run (its last run passed and is bound to its current hash), tests, blocked, schema (no breaking column change), data_diff (no diff policy violated by the branch diff recorded for both hashes; with --require-diff such a --full diff must exist), lineage_diff (no consumer orphaned by the lineage diff recorded for the candidate's hash), base (the target is still at the hash the candidate was created from) and conflicts.",
     }
     STALE_REF = "Y012" {
         summary: "A reference moved while it was being changed: nothing was written.",

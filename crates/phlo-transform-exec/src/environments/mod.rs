@@ -18,6 +18,7 @@ pub mod branches;
 pub mod data_diff_gate;
 pub mod evidence;
 pub mod gate;
+pub mod lineage_gate;
 pub mod promote;
 pub mod report;
 pub mod rollback;

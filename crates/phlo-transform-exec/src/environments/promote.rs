@@ -107,6 +107,7 @@ impl Environments {
             self.data_diff_gate(&candidate, &target, options.require_diff)
                 .await?,
         );
+        gates.push(self.lineage_diff_gate(&candidate).await?);
         gates.extend(backend.base_gates(&candidate, &target).await?);
         let mut promotion = Promotion {
             promoted: false,
