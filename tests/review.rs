@@ -257,7 +257,7 @@ fn review_of_a_branch_with_a_breaking_a_data_and_a_comment_change() {
     let md = run(&ws, &["--ref", "ci-7", "review"]);
     assert!(
         md.stdout
-            .contains("| blocked into `main`<br>4 of 7 gates passed |"),
+            .contains("| blocked into `main`<br>5 of 8 gates passed |"),
         "{}",
         md.stdout
     );
@@ -339,10 +339,48 @@ fn the_ci_recipe_runs_end_to_end() {
     }
     for line in [
         "| 2 changed<br>7 downstream rebuilt<br>1 without semantic change | +1 column<br>",
-        "safe into `main`<br>7 of 7 gates passed",
+        "safe into `main`<br>8 of 8 gates passed",
         "| `manufacturing.site_monthly_yield` | `site_code, month_start` (model) | 13 → 13 | 0 | 0 | 2 | `yield_ratio` 2 | passed |",
         "| `shared.calendar` | no semantic change |",
     ] {
         assert!(stdout.contains(line), "{line}:\n{stdout}");
     }
+}
+
+/// A view's change is data impact too: its old definition against its new one, over the
+/// same data.
+#[test]
+fn a_changed_view_is_diffed() {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    let ws = dir.join("ws");
+    common::git(dir, &["init", "-q", "-b", "main"]);
+    common::write_file(dir, ".gitignore", ".phlo/\n");
+    common::write_file(&ws, "phlo.toml", "");
+    common::write_file(
+        &ws,
+        "sources/raw/orders.csv",
+        "id,amount\n1,5.5\n2,7.0\n3,2.25\n",
+    );
+    common::write_file(
+        &ws,
+        "transforms/shop/orders.sql",
+        "-- @view\n-- @key id\nselect id, amount from raw.orders\n",
+    );
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "shop"]);
+    let built = run(&ws, &["run"]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    common::git(dir, &["checkout", "-q", "-b", "feature"]);
+    common::write_file(
+        &ws,
+        "transforms/shop/orders.sql",
+        "-- @view\n-- @key id\nselect id, amount * 2 as amount from raw.orders\n",
+    );
+    common::git(dir, &["commit", "-q", "-a", "-m", "double"]);
+    let r = run(&ws, &["review", "--format", "json"]).json();
+    let data = r["data"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(names(&r["data"], "model"), ["shop.orders"], "{r}");
+    assert_eq!(data[0]["status"], "diffed", "{r}");
+    assert_eq!(data[0]["summary"]["records"]["modified"], 3, "{r}");
 }

@@ -1,4 +1,4 @@
-//! The data impact of a review: a diff summary for each table model the plan builds
+//! The data impact of a review: a diff summary for each materialised model the plan builds
 //! (`diff <model>`'s library call, bounded by `--diff-rows`), or why it was not diffed.
 
 use phlo_transform_compiler::Compilation;
@@ -89,13 +89,13 @@ impl DataSummary {
     }
 }
 
-/// The models the review diffs: the table models (tables and incremental) the plan builds
-/// because of the change (selected or downstream), and the blocked ones, reported skipped.
+/// The models the review diffs: the materialised models (tables, incremental tables and
+/// views: a view's old definition is compared with its new one over the same data) the plan
+/// builds because of the change (selected or downstream), and the blocked ones, reported
+/// skipped. Ephemeral models have no relation to compare; their readers show their effect.
 fn diffed(p: &PlannedModel) -> bool {
-    matches!(
-        p.materialization,
-        Materialization::Table | Materialization::Incremental
-    ) && matches!(p.membership, Membership::Selected | Membership::Expanded)
+    p.materialization != Materialization::Ephemeral
+        && matches!(p.membership, Membership::Selected | Membership::Expanded)
         && matches!(p.decision, Decision::Build | Decision::Blocked)
 }
 
