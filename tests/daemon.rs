@@ -526,6 +526,9 @@ fn promote_is_an_operation() {
     assert_ne!(cli(&["ref", "show", "main", "--json"])["hash"], main_before);
     // The environments as reads: the promotion is among main's events.
     assert_eq!(daemon.get("/v1/refs"), cli(&["ref", "list", "--json"]));
+    let evidence = daemon.get("/v1/state/evidence/dev");
+    assert_eq!(evidence, cli(&["state", "evidence", "dev", "--json"]));
+    assert_eq!(evidence["evidence"][0]["kind"], "environment", "{evidence}");
     let main = daemon.get("/v1/refs/main");
     assert_eq!(main, cli(&["ref", "show", "main", "--json"]));
     assert_eq!(

@@ -597,6 +597,25 @@ fn a_lineage_diff_is_evidence_for_promote() {
             .contains("dataset://shop.orders#amount"),
         "{evidence}"
     );
+    let recorded = run(
+        &ws,
+        &[
+            "--json",
+            "state",
+            "evidence",
+            "dev",
+            "--kind",
+            "lineage_diff",
+        ],
+    )
+    .json();
+    assert_eq!(recorded["evidence"][0]["body"], evidence, "{recorded}");
+    let unknown = run(
+        &ws,
+        &["--json", "state", "evidence", "dev", "--kind", "lineage"],
+    );
+    assert_eq!(unknown.code, 2, "{}", unknown.stdout);
+    assert_eq!(unknown.json()["diagnostics"][0]["code"], "C007");
     let checked = run(&ws, &["--json", "promote", "dev", "--check"]).json();
     let gate = checked["gates"]
         .as_array()

@@ -1,4 +1,4 @@
-//! `phlo-transform state runs | show <run> | model <model> | failures` (SPEC §77): the state database
+//! `phlo-transform state runs | show <run> | model <model> | failures | evidence <ref>` (SPEC §77): the state database
 //! queried: parse, call `phlo_transform_exec::history`, render.
 
 use clap::Subcommand;
@@ -28,6 +28,16 @@ pub enum StateCommand {
         #[arg(long, short = 'n', default_value_t = 20)]
         limit: i64,
     },
+    /// What commands established about a reference (environment states, branch diffs,
+    /// lineage diffs): the evidence `promote` reads, newest first.
+    Evidence {
+        /// The reference (`dev`, `main`).
+        #[arg(value_name = "REF")]
+        name: String,
+        /// Only this kind: environment, branch_diff or lineage_diff.
+        #[arg(long)]
+        kind: Option<String>,
+    },
     /// The models and tests that failed in the newest runs, newest first, with their errors.
     Failures {
         /// How many runs to read.
@@ -53,6 +63,11 @@ pub async fn dispatch(paths: &Paths, command: StateCommand, json: bool) -> u8 {
             .map(|r| out.report(&r)),
         StateCommand::Model { model, limit } => {
             history::model(store.as_ref(), &model, limit.max(1))
+                .await
+                .map(|r| out.report(&r))
+        }
+        StateCommand::Evidence { name, kind } => {
+            history::evidence(store.as_ref(), &name, kind.as_deref())
                 .await
                 .map(|r| out.report(&r))
         }

@@ -229,3 +229,14 @@ pub fn reference(cx: &Context, name: &str) -> Read {
         envelope(&report, &[])
     })
 }
+
+/// `GET /v1/state/evidence/<ref>[?kind=]`: `state evidence <ref> --json` (the branch diffs,
+/// lineage diffs and environment states recorded about it).
+pub fn evidence(cx: &Context, call: &Call, reference: &str) -> Read {
+    let target = cx.target(None);
+    cx.runtime.block_on(async {
+        let store = target.open_state_read_only().await?;
+        let report = history::evidence(store.as_ref(), reference, call.param("kind")).await?;
+        envelope(&report, &[])
+    })
+}

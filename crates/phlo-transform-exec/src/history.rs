@@ -4,8 +4,8 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use phlo_transform_state::{
-    AttemptRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord, RunSummary,
-    StateError, StateStore,
+    AttemptRecord, EvidenceRecord, MaterializedVersion, ModelRunRecord, NodeRecord, RunRecord,
+    RunSummary, StateError, StateStore,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -56,6 +56,22 @@ pub struct Failure {
     #[serde(flatten)]
     pub node: NodeRecord,
 }
+
+/// `state evidence <ref>`: what commands established about a reference, newest first.
+#[derive(Serialize)]
+pub struct EvidenceReport {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub evidence: Vec<EvidenceRecord>,
+}
+
+/// The kinds of evidence the state records: an environment's state (`ref create`, a run), a
+/// branch diff (`diff --from <ref> --to <ref>`), a lineage diff (`lineage --diff --ref`).
+pub const EVIDENCE_KINDS: [&str; 3] = [
+    crate::environments::evidence::ENVIRONMENT,
+    crate::environments::branch_diff::BRANCH_DIFF,
+    crate::environments::lineage_gate::LINEAGE_DIFF,
+];
 
 /// Whether a node's status is a failure (`failed`, or `error` for a test that could not run).
 fn failed(status: &str) -> bool {
@@ -177,4 +193,33 @@ pub async fn last_test_results(
         }
     }
     Ok((runs.len(), last))
+}
+
+/// The evidence recorded about `reference` (of `kind` only, when given: one of
+/// [`EVIDENCE_KINDS`]), newest first.
+pub async fn evidence(
+    store: &dyn StateStore,
+    reference: &str,
+    kind: Option<&str>,
+) -> Result<EvidenceReport, Diagnostic> {
+    let kinds: Vec<&str> = match kind {
+        None => EVIDENCE_KINDS.to_vec(),
+        Some(k) if EVIDENCE_KINDS.contains(&k) => vec![k],
+        Some(k) => {
+            return Err(
+                Diagnostic::error(codes::INVALID_OPTION, format!("no evidence kind `{k}`"))
+                    .with_suggestions(phlo_transform_core::did_you_mean(k, EVIDENCE_KINDS))
+                    .with_help(format!("the kinds are {}", EVIDENCE_KINDS.join(", "))),
+            )
+        }
+    };
+    let mut evidence = Vec::new();
+    for kind in kinds {
+        evidence.extend(store.evidence(kind, reference).await.map_err(unavailable)?);
+    }
+    evidence.sort_by(|a, b| (&b.at, &b.evidence_id).cmp(&(&a.at, &a.evidence_id)));
+    Ok(EvidenceReport {
+        reference: reference.to_string(),
+        evidence,
+    })
 }

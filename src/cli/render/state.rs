@@ -1,7 +1,9 @@
 //! `state runs | show | model | failures`: the state database's reports.
 
 use super::Report;
-use phlo_transform_exec::history::{FailuresReport, ModelReport, RunDetail, RunsReport};
+use phlo_transform_exec::history::{
+    EvidenceReport, FailuresReport, ModelReport, RunDetail, RunsReport,
+};
 use phlo_transform_state::NodeRecord;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -21,6 +23,25 @@ impl Report for RunDetail {
 impl Report for ModelReport {
     fn human(&self) -> String {
         render_model(self)
+    }
+}
+
+impl Report for EvidenceReport {
+    fn human(&self) -> String {
+        let mut out = String::new();
+        if self.evidence.is_empty() {
+            let _ = writeln!(out, "No evidence recorded about `{}`.", self.reference);
+            return out;
+        }
+        let _ = writeln!(out, "Evidence about `{}`, newest first:", self.reference);
+        for e in &self.evidence {
+            let _ = writeln!(
+                out,
+                "  {:<13} {}  at hash {}  ({})",
+                e.kind, e.evidence_id, e.hash, e.at
+            );
+        }
+        out
     }
 }
 

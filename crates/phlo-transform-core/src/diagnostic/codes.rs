@@ -256,9 +256,9 @@ codes! {
         explanation: "British and American spellings are both read, with a warning naming the documented one.",
     }
     INVALID_OPTION = "C007" {
-        summary: "A command-line option's value is outside the range the command accepts.",
-        help: "Pass a value in the range the message names (`phlo-transform <command> --help`).",
-        explanation: "Reported before the command does anything, for values that parse but cannot be honoured: `watch --poll-ms` and `--source-poll-ms` are bounded so a watch neither spins on the disk nor goes deaf for hours.",
+        summary: "A command-line option's value is outside what the command accepts.",
+        help: "Pass a value the message names (`phlo-transform <command> --help`).",
+        explanation: "Reported before the command does anything, for values that parse but cannot be honoured: `watch --poll-ms` and `--source-poll-ms` are bounded so a watch neither spins on the disk nor goes deaf for hours; `state evidence --kind` is one of the kinds the state records.",
     }
     // PARSE
     SYNTAX_ERROR = "S001" {
