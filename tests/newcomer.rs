@@ -347,10 +347,16 @@ fn inspect_and_explain_take_what_selectors_take_and_sources() {
 
     let source = run(ws.path(), &["inspect", "lims.samples"]);
     assert_eq!(source.code, 0, "{}", source.stderr);
+    // The state identity and the file's modification time change from copy to copy.
+    assert!(
+        source.stdout.contains("\nCurrent as of: "),
+        "{}",
+        source.stdout
+    );
     let text = source
         .stdout
         .lines()
-        .filter(|l| !l.starts_with("State: "))
+        .filter(|l| !l.starts_with("State: ") && !l.starts_with("Current as of: "))
         .collect::<Vec<_>>()
         .join("\n");
     insta::assert_snapshot!("inspect_source", text);
