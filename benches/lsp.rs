@@ -111,7 +111,7 @@ fn measure(root: &Path) -> Vec<(&'static str, String)> {
     );
     figures.push(("cold `check` (no compile cache)", ms(started.elapsed())));
 
-    let c = phlo_transform_exec::compile_for_target(root, None, SchemaRead::Cached).unwrap();
+    let c = phlo_transform_exec::compile_for_target(root, None, SchemaRead::Cached, None).unwrap();
     let (hub, readers) = most_read(&c);
     let leaf = (0..c.models.len())
         .rev()

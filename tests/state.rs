@@ -349,3 +349,143 @@ fn state_commands_on_postgres() {
     let ws = workspace("mvp");
     state_commands(ws.path(), Some(db.url()));
 }
+
+/// Packs in the compile cache table of `db`, by stage: `parse=N type=M`.
+fn cache_packs(db: &PgTestDb) -> String {
+    let sql = "SELECT coalesce(string_agg(stage || '=' || n, ' ' ORDER BY stage), '') FROM \
+               (SELECT stage, count(*) AS n FROM phlo_compile_cache_packs GROUP BY stage) s";
+    phlo_transform_state::testing::scalar_blocking(db.url(), sql)
+}
+
+/// The models' inferred columns, as `inspect --json` gives them, for comparing compiles.
+fn inferred_columns(dir: &Path, state: &str) -> Vec<serde_json::Value> {
+    ["assay.raw", "assay.results", "reporting.monthly"]
+        .iter()
+        .map(|m| {
+            let out = with_state(dir, Some(state), &["inspect", m, "--json"]);
+            assert_eq!(out.code, 0, "{m}: {}", out.stderr);
+            out.json()["columns"].clone()
+        })
+        .collect()
+}
+
+#[test]
+fn a_fresh_clone_checks_from_the_compile_cache_a_colleague_left_in_postgres() {
+    let db = PgTestDb::create_blocking();
+    let colleague = workspace("mvp");
+    let check = |dir: &Path| {
+        let out = with_state(dir, Some(db.url()), &["check", "--json"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert!(!out.stderr.contains("C008"), "{}", out.stderr);
+        out.json()
+    };
+    let first = check(colleague.path());
+    assert_eq!(cache_packs(&db), "parse=1 type=1");
+    let expected = inferred_columns(colleague.path(), db.url());
+
+    // A fresh clone computes nothing: nothing new for the store, and its own cache is filled.
+    let fresh = workspace("mvp");
+    assert_eq!(check(fresh.path()), first);
+    assert_eq!(
+        cache_packs(&db),
+        "parse=1 type=1",
+        "the clone computed entries"
+    );
+    let own = fresh.path().join(".phlo/cache/compile");
+    assert_eq!(
+        walkdir_packs(&own),
+        2,
+        "read through into the clone's own cache"
+    );
+    assert_eq!(inferred_columns(fresh.path(), db.url()), expected);
+
+    // Damaged entries in the store are misses: the next clone computes them again and gets
+    // the same types, and writes them back.
+    phlo_transform_state::testing::execute_blocking(
+        db.url(),
+        "UPDATE phlo_compile_cache_packs SET bytes = overlay(bytes PLACING '\\x000000'::bytea FROM 120)",
+    );
+    let another = workspace("mvp");
+    assert_eq!(check(another.path()), first);
+    assert_eq!(cache_packs(&db), "parse=2 type=2");
+    assert_eq!(inferred_columns(another.path(), db.url()), expected);
+}
+
+/// `.pack` files below `dir`.
+fn walkdir_packs(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "pack") {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn a_shared_cache_directory_a_bad_cache_url_and_an_unreachable_cache() {
+    let team = tempfile::tempdir().unwrap();
+    let first = workspace("mvp");
+    let with_cache = |dir: &Path, url: &str| {
+        let toml = std::fs::read_to_string(dir.join("phlo.toml")).unwrap_or_default();
+        let toml = format!("{toml}\n[cache]\nurl = \"{url}\"\n");
+        std::fs::write(dir.join("phlo.toml"), toml).unwrap();
+    };
+    let url = format!("file://{}", team.path().display());
+    with_cache(first.path(), &url);
+    let out = run(first.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(walkdir_packs(team.path()), 2);
+    let fresh = workspace("mvp");
+    with_cache(fresh.path(), &url);
+    assert_eq!(run(fresh.path(), &["check", "--json"]).json(), out.json());
+    assert_eq!(walkdir_packs(team.path()), 2, "the clone computed nothing");
+
+    // A scheme no store is for: C002 at the key's line, and no cache is touched.
+    let bad = workspace("mvp");
+    with_cache(bad.path(), "s3://bucket/cache");
+    let out = run(bad.path(), &["check", "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!(d["code"], "C002");
+    assert_eq!(d["file"], "phlo.toml");
+    assert!(d["help"].as_str().unwrap().contains("postgres://"));
+    let out = with_state(bad.path(), None, &["check", "--json"]);
+    assert_eq!(out.code, 2);
+
+    // `state` without a PostgreSQL state store is C002 too.
+    let state = workspace("mvp");
+    with_cache(state.path(), "state");
+    let out = run(state.path(), &["check", "--json"]);
+    assert_eq!(
+        out.json()["diagnostics"][0]["code"],
+        "C002",
+        "{}",
+        out.stdout
+    );
+
+    // A cache server that refuses: a C008 warning naming it (password hidden); the check
+    // passes on the workspace's own cache.
+    let down = workspace("mvp");
+    with_cache(down.path(), "postgres://phlo:s3cret@127.0.0.1:1/cache");
+    let out = run(down.path(), &["check", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!(d["code"], "C008");
+    assert_eq!(d["severity"], "warning");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("phlo:***@127.0.0.1:1"),
+        "{d}"
+    );
+    assert!(!out.stdout.contains("s3cret"));
+    assert_eq!(walkdir_packs(&down.path().join(".phlo/cache/compile")), 2);
+}

@@ -75,7 +75,12 @@ pub fn compile_refreshed(paths: &Paths) -> Result<&'static Compilation, Diagnost
 }
 
 fn compile_reading(paths: &Paths, read: SchemaRead) -> Result<&'static Compilation, Diagnostic> {
-    let c = phlo_transform_exec::compile_for_target(&paths.root, paths.adapter.as_deref(), read)?;
+    let c = phlo_transform_exec::compile_for_target(
+        &paths.root,
+        paths.adapter.as_deref(),
+        read,
+        Some(&paths.state),
+    )?;
     Ok(Box::leak(Box::new(c)))
 }
 

@@ -118,7 +118,7 @@ impl Compilation {
         missing: &mut MissingRelations<'_>,
     ) -> Compilation {
         let mut stats = CacheStats::default();
-        cache.prune();
+        let mut cache_errors = cache.prune();
         let cache = cache.session();
         let mut diagnostics = std::mem::take(&mut workspace.diagnostics);
         diagnostics.extend(catalog_diagnostics);
@@ -204,7 +204,8 @@ impl Compilation {
             &mut diagnostics,
         );
         // The last stage that uses the cache: its new entries are written now.
-        cache.flush();
+        cache_errors.extend(cache.flush());
+        diagnostics.extend(shared_cache_warning(cache_errors));
         stats.type_hits = typed.hits;
         stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
@@ -563,6 +564,23 @@ fn resolve_model(
         unresolved,
         cache_hit: false,
     }
+}
+
+/// C008 for a shared compile cache that failed: one warning naming each failure, since the
+/// compile went on without the store and only speed was lost.
+fn shared_cache_warning(errors: Vec<String>) -> Option<Diagnostic> {
+    if errors.is_empty() {
+        return None;
+    }
+    let message = format!(
+        "the shared compile cache could not be used: {}",
+        errors.join("; ")
+    );
+    Some(
+        Diagnostic::warning(codes::SHARED_CACHE_UNAVAILABLE, message).with_help(
+            "the compile used the workspace's own cache; check the store in `[cache] url` (or the PostgreSQL state store), or set `url = \"none\"`",
+        ),
+    )
 }
 
 fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {

@@ -40,7 +40,7 @@ pub mod validate;
 pub mod version;
 
 pub use artifact_dir::{ArtifactDir, DesignEvents};
-pub use cache::{CacheStats, CompileCache};
+pub use cache::{CacheStats, CompileCache, DirPackStore};
 pub use catalog::{AsOf, CatalogSnapshot, SourceDrift, SourceState};
 pub use compile::{Compilation, MissingRelations, ModelLookup};
 pub use lineage::LineageGraph;

@@ -6,6 +6,7 @@ pub mod diagnostic;
 pub mod envelope;
 pub mod hash;
 pub mod names;
+pub mod pack_store;
 pub mod par;
 pub mod secrets;
 pub mod table_layout;

@@ -6,10 +6,12 @@
 
 use phlo_transform_adapter::SchemaRead;
 use phlo_transform_compiler::lineage::{compare, LineageDiff};
-use phlo_transform_compiler::Compilation;
+use phlo_transform_compiler::{Compilation, CompileCache, DirPackStore};
 use phlo_transform_core::Diagnostic;
 use phlo_transform_plan::git_tree::{self, GitBase};
+use phlo_transform_project::Overlay;
 use serde::Serialize;
+use std::sync::Arc;
 
 use crate::environments::lineage_gate::LineageEvidence;
 use crate::target::CommandTarget;
@@ -36,7 +38,24 @@ pub fn lineage_diff(
     reference: &str,
 ) -> Result<LineageDiffReport, Diagnostic> {
     let tree = git_tree::materialise(&candidate.workspace.root, reference)?;
-    let base = crate::compile_for_target(&tree.workspace(), adapter, SchemaRead::Cached)?;
+    // The base is mostly the candidate's models: the candidate's own compile cache answers
+    // them, and learns the base's.
+    let mut cache = CompileCache::for_workspace(&tree.workspace());
+    if cache.is_enabled() {
+        let own = candidate
+            .workspace
+            .root
+            .join(phlo_transform_compiler::cache::DIR);
+        cache = cache.with_shared(Arc::new(DirPackStore::own(own)));
+    }
+    let base = crate::compile_for_target_with(
+        &tree.workspace(),
+        adapter,
+        SchemaRead::Cached,
+        &Overlay::default(),
+        &cache,
+        &crate::SourceStates::default(),
+    )?;
     Ok(LineageDiffReport {
         base_errors: base.diagnostics.error_count(),
         diff: compare(base.lineage(), candidate.lineage()),

@@ -37,6 +37,19 @@ pub struct WorkspaceConfig {
     /// `[artifacts]`: the artifacts of other tools a run also writes.
     #[serde(default)]
     pub artifacts: ArtifactsSection,
+    /// `[cache]`: where the compile cache is shared with a team and CI.
+    #[serde(default)]
+    pub cache: CacheSection,
+}
+
+/// `[cache]`. `url` is where the compile cache is shared besides the workspace's own
+/// `.phlo/cache/compile`: a directory (a path, relative to the workspace, or a `file://`
+/// URL), a `postgres://` URL, `"state"` (the PostgreSQL state store) or `"none"`. Without
+/// it, a PostgreSQL state store holds the shared cache. `PHLO_CACHE_URL` overrides it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSection {
+    pub url: Option<String>,
 }
 
 /// `[artifacts]`. `dbt = true`: every `run` and `apply` also writes dbt's `manifest.json`
@@ -303,7 +316,7 @@ pub(crate) fn spelling_aliases(text: &str) -> Vec<(usize, &'static str, &'static
 
 /// The line of `key = …` in the table `header` (`""` for the top level), 1-based; 1 when not
 /// found.
-fn key_line(text: &str, header: &str, key: &str) -> usize {
+pub fn key_line(text: &str, header: &str, key: &str) -> usize {
     let mut current = String::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();

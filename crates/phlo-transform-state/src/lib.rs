@@ -3,6 +3,7 @@
 //! `.phlo/transform/state.db`, `PostgresStateStore` the shared one selected by a
 //! `postgres://` URL. Both have the same schema, migrations and queries.
 
+mod compile_cache;
 mod location;
 mod postgres;
 mod records;
@@ -14,6 +15,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
+pub use compile_cache::PostgresPackStore;
 pub use location::{open, open_existing, StateLocation};
 pub use postgres::PostgresStateStore;
 pub use records::{

@@ -117,3 +117,30 @@ fn block_on_thread<T: Send + 'static>(
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
+
+/// The first column of the first row of `sql` on the database at `url`, as text (`''` for
+/// NULL), from synchronous code.
+pub fn scalar_blocking(url: &str, sql: &str) -> String {
+    let (url, sql) = (url.to_string(), sql.to_string());
+    block_on_thread(async move {
+        let mut conn = connect(&url).await;
+        let value: Option<String> = sqlx::query_scalar(sql.as_str())
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}: {sql}"));
+        let _ = conn.close().await;
+        value.unwrap_or_default()
+    })
+}
+
+/// Runs `sql` on the database at `url`, from synchronous code.
+pub fn execute_blocking(url: &str, sql: &str) {
+    let (url, sql) = (url.to_string(), sql.to_string());
+    block_on_thread(async move {
+        let mut conn = connect(&url).await;
+        conn.execute(sql.as_str())
+            .await
+            .unwrap_or_else(|e| panic!("{e}: {sql}"));
+        let _ = conn.close().await;
+    })
+}

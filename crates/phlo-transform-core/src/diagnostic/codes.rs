@@ -260,6 +260,11 @@ codes! {
         help: "Pass a value the message names (`phlo-transform <command> --help`).",
         explanation: "Reported before the command does anything, for values that parse but cannot be honoured: `watch --poll-ms` and `--source-poll-ms` are bounded so a watch neither spins on the disk nor goes deaf for hours; `state evidence --kind` is one of the kinds the state records.",
     }
+    SHARED_CACHE_UNAVAILABLE = "C008" {
+        summary: "(warning) The shared compile cache (`[cache] url`, or a PostgreSQL state store) could not be read or written.",
+        help: "Check that the directory exists and is writable or that PostgreSQL is reachable; `[cache] url = \"none\"` turns the shared cache off.",
+        explanation: "The compile goes on without it, on the workspace's own cache (`.phlo/cache/compile`): the types are the same, only a fresh clone is slower. The message names the store (a URL without its password) and the error.",
+    }
     // PARSE
     SYNTAX_ERROR = "S001" {
         summary: "The model's SQL does not parse.",

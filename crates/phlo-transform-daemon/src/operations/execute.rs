@@ -138,6 +138,7 @@ async fn execute_run(
         &cx.files.root,
         cx.adapter.as_deref(),
         SchemaRead::Refresh,
+        Some(&cx.files.state),
     )
     .map_err(|d| vec![d])?;
     let c = Arc::new(c);

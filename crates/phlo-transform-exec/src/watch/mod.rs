@@ -166,7 +166,7 @@ fn millis(d: Duration) -> u64 {
 
 /// The workspace compiled for the target, as `run` compiles it.
 fn compile(t: &CommandTarget<'_>) -> Result<Compilation, Diagnostic> {
-    crate::compile_for_target(t.root, t.adapter, SchemaRead::Refresh)
+    crate::compile_for_target(t.root, t.adapter, SchemaRead::Refresh, Some(t.state))
 }
 
 fn watched_for(request: &WatchRequest<'_>, c: &Compilation) -> Watched {

@@ -1,39 +1,44 @@
-//! The incremental compile cache (issue 17): what a stage computed for one model, on disk under
-//! the workspace's `.phlo/cache/compile/`, so a repeated `check`, `plan` or `run` with few or
-//! no edits does not parse and type every model again.
+//! The incremental compile cache (issue 17): what a stage computed for one model, so a
+//! repeated `check`, `plan` or `run` with few or no edits does not parse and type every model
+//! again; kept in the workspace's `.phlo/cache/compile/` and, when configured, in a store a
+//! team shares (issue 42: a directory, or the PostgreSQL state store).
 //!
 //! Content-addressed: an entry's key is the sha256 of everything its result depends on (the
 //! stage computes that key; see `parsed` and `typed_cache`), salted with the cache format and
-//! the build of the compiler that wrote it, so an entry is never stale, only unused.
+//! the build of the compiler that wrote it (`build`), so an entry is never stale, only unused.
 //!
-//! Entries are packed: a compile reads a stage's pack files once, on its first lookup, and
-//! writes the entries it computed as **one** new pack per stage when it ends
-//! ([`CacheSession::flush`]), to a temporary name of its own renamed into place. A file per
-//! entry cost a 10,000-model compile 20,000 creates and renames, which on some file systems
-//! took longer than the compile (docs/performance.md). Concurrent compiles each add a whole
-//! pack. When a stage holds more than [`MAX_PACKS`] packs, the compile that finds them writes
-//! one pack of the entries it used (hits and new ones) and removes the packs it read, so
-//! entries no compile asks for any more go away.
+//! Entries are packed (`pack`): a compile reads a stage's packs once, on its first lookup, and
+//! writes what it computed as **one** new pack per stage and store when it ends
+//! ([`CacheSession::flush`]). A file per entry cost a 10,000-model compile 20,000 creates and
+//! renames, which on some file systems took longer than the compile (docs/performance.md).
+//! Concurrent compiles each add a whole pack. When a store holds more than [`MAX_PACKS`] packs
+//! of a stage, the compile that finds them writes one pack of the entries it used (hits and
+//! new ones) and removes the packs it read, so entries no compile asks for any more go away.
+//!
+//! Stores are tiers, read in order: the workspace's own directory first, then the shared one.
+//! A hit in one tier is written to every tier that lacks it (read-through and write-back): a
+//! fresh clone fills its own directory from the team's store, and a store configured late
+//! fills from the workspaces that compiled before.
 //!
 //! Reading never fails a compile: a missing, truncated, corrupt or foreign pack or record is a
-//! miss (a pack is read up to its first damaged record), and the stage computes the value and
-//! stores it again.
-//!
-//! Entries live in a directory of the build that wrote them; each compile removes the other
-//! builds' directories ([`CompileCache::prune`]).
+//! miss, and the stage computes the value and stores it again. A shared store that cannot be
+//! reached is a warning (C008), and the compile goes on with what the others hold.
 
+mod build;
+mod dir;
+mod pack;
+
+pub use dir::DirPackStore;
+
+use pack::{record, Packs, Tier, HEADER};
+use phlo_transform_core::pack_store::PackStore;
 use serde::Serialize;
 use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-/// The first line of every pack; a file without it (another format, a partial write) holds
-/// nothing. Bump when what a stage stores changes shape.
-const HEADER: &str = "phlo-compile-cache 2\n";
-
-/// A stage with more packs than this is compacted by the next compile.
+/// A stage with more packs than this in a store is compacted there by the next compile.
 pub const MAX_PACKS: usize = 8;
 
 /// Set to `off` to compile without the cache (cold figures, or to rule it out).
@@ -44,11 +49,10 @@ pub const DIR: &str = ".phlo/cache/compile";
 
 /// Where a compile cache is (or that there is none); [`CompileCache::session`] reads and
 /// writes it for one compile.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CompileCache {
-    /// The cache directory and, in it, this build's own directory: entries of other builds
-    /// can never be read by this one, so [`CompileCache::prune`] removes them.
-    dirs: Option<(PathBuf, PathBuf)>,
+    /// The stores, in the order they are read (none: no cache on disk).
+    tiers: Vec<Tier>,
     /// A cache held in memory instead ([`CompileCache::in_memory`]).
     memory: Option<Arc<Memory>>,
 }
@@ -92,7 +96,7 @@ pub(crate) struct KeyBuilder(Vec<u8>);
 impl KeyBuilder {
     pub(crate) fn new(stage: &str) -> Self {
         let mut k = KeyBuilder(Vec::with_capacity(2048));
-        k.add(HEADER).add(build_id()).add(stage);
+        k.add(HEADER).add(build::build_id()).add(stage);
         k
     }
 
@@ -111,10 +115,7 @@ impl KeyBuilder {
 impl CompileCache {
     /// No cache: every stage computes.
     pub fn disabled() -> Self {
-        CompileCache {
-            dirs: None,
-            memory: None,
-        }
+        CompileCache::default()
     }
 
     /// A cache that lives as long as this value and its clones, for a process that compiles
@@ -122,162 +123,101 @@ impl CompileCache {
     /// from or written to the disk.
     pub fn in_memory() -> Self {
         CompileCache {
-            dirs: None,
+            tiers: Vec::new(),
             memory: Some(Arc::default()),
         }
     }
 
-    /// A cache in `dir` (created on first write).
+    /// A cache in `dir` (created on first write), one user's own.
     pub fn at(dir: impl Into<PathBuf>) -> Self {
-        let root: PathBuf = dir.into();
-        let own = root.join(&phlo_transform_core::hash::sha256_hex(build_id())[..16]);
-        CompileCache {
-            dirs: Some((root, own)),
-            memory: None,
-        }
+        CompileCache::default().then(Arc::new(DirPackStore::own(dir)), false)
     }
 
     /// The cache of the workspace at `root` (`<root>/.phlo/cache/compile`), unless
     /// `PHLO_COMPILE_CACHE=off`.
     pub fn for_workspace(root: &Path) -> Self {
-        match std::env::var(DISABLE_ENV) {
-            Ok(v) if v.eq_ignore_ascii_case("off") => Self::disabled(),
-            _ => Self::at(root.join(DIR)),
+        match Self::turned_off() {
+            true => Self::disabled(),
+            false => Self::at(root.join(DIR)),
         }
     }
 
+    /// Whether `PHLO_COMPILE_CACHE=off` turns every cache off.
+    pub fn turned_off() -> bool {
+        std::env::var(DISABLE_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("off"))
+    }
+
+    /// This cache, with `store` (a team's) read after its own stores and written back to.
+    /// An in-memory cache stays in memory.
+    pub fn with_shared(self, store: Arc<dyn PackStore>) -> Self {
+        match self.memory.is_some() {
+            true => self,
+            false => self.then(store, true),
+        }
+    }
+
+    fn then(mut self, store: Arc<dyn PackStore>, shared: bool) -> Self {
+        self.tiers.push(Tier { store, shared });
+        self
+    }
+
     pub fn is_enabled(&self) -> bool {
-        self.dirs.is_some() || self.memory.is_some()
+        !self.tiers.is_empty() || self.memory.is_some()
+    }
+
+    /// Where the cache reads and writes, in order, for messages.
+    pub fn describe(&self) -> Vec<String> {
+        self.tiers.iter().map(|t| t.store.describe()).collect()
     }
 
     /// One compile's reads and writes of the cache.
     pub(crate) fn session(&self) -> CacheSession {
         CacheSession {
-            dir: self.dirs.as_ref().map(|(_, own)| own.clone()),
+            tiers: self.tiers.clone(),
             memory: self.memory.clone(),
             stages: Mutex::new(HashMap::new()),
             new: Mutex::new(HashMap::new()),
             new_values: Mutex::new(HashMap::new()),
             used: Mutex::new(Vec::new()),
+            errors: Mutex::new(Vec::new()),
         }
     }
 
-    /// Removes what other builds of the compiler stored (after an upgrade or a rebuild,
-    /// none of it can be read again), so the cache holds one build's entries. A concurrent
-    /// process of another build loses only its cache hits.
-    pub fn prune(&self) {
-        let Some((root, own)) = &self.dirs else {
-            return;
-        };
-        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if &path != own {
-                let _ = if path.is_dir() {
-                    std::fs::remove_dir_all(&path)
-                } else {
-                    std::fs::remove_file(&path)
-                };
-            }
-        }
+    /// Removes what other builds of the compiler stored and no compile of this one can read
+    /// (after an upgrade or a rebuild). A concurrent process of another build loses only its
+    /// cache hits; a shared store keeps other builds' recent packs.
+    pub fn prune(&self) -> Vec<String> {
+        self.tiers
+            .iter()
+            .filter_map(|t| match t.store.prune(build::build_name()) {
+                Err(e) if t.shared => Some(e),
+                _ => None,
+            })
+            .collect()
     }
-}
-
-/// A stage's packs as one compile read them: their bytes and where each entry is.
-#[derive(Default)]
-struct Packs {
-    paths: Vec<PathBuf>,
-    bytes: Vec<Vec<u8>>,
-    /// Entry key → (pack, body start, body length).
-    index: HashMap<String, (usize, usize, usize)>,
-}
-
-impl Packs {
-    fn read(dir: &Path) -> Packs {
-        let mut packs = Packs::default();
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "pack"))
-            .collect();
-        paths.sort();
-        for path in paths {
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            let n = packs.bytes.len();
-            for (key, start, len) in records(&bytes) {
-                packs.index.insert(key, (n, start, len));
-            }
-            packs.paths.push(path);
-            packs.bytes.push(bytes);
-        }
-        packs
-    }
-
-    fn body(&self, key: &str) -> Option<&[u8]> {
-        let &(pack, start, len) = self.index.get(key)?;
-        Some(&self.bytes[pack][start..start + len])
-    }
-}
-
-/// A pack's records, `(key, body start, body length)`, up to the first damaged one. A record
-/// is `<64 hex key> <body length>\n<body>\n`.
-fn records(bytes: &[u8]) -> Vec<(String, usize, usize)> {
-    let mut out = Vec::new();
-    let Some(mut rest) = bytes.strip_prefix(HEADER.as_bytes()) else {
-        return out;
-    };
-    let mut at = HEADER.len();
-    while !rest.is_empty() {
-        let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
-            break;
-        };
-        let Some((key, len)) = std::str::from_utf8(&rest[..eol])
-            .ok()
-            .and_then(|line| line.split_once(' '))
-            .and_then(|(k, l)| Some((k, l.parse::<usize>().ok()?)))
-        else {
-            break;
-        };
-        let start = eol + 1;
-        let valid_key = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
-        if !valid_key || rest.len() < start + len + 1 || rest[start + len] != b'\n' {
-            break;
-        }
-        out.push((key.to_string(), at + start, len));
-        rest = &rest[start + len + 1..];
-        at += start + len + 1;
-    }
-    out
-}
-
-fn record(out: &mut Vec<u8>, key: &str, body: &[u8]) {
-    out.extend_from_slice(format!("{key} {}\n", body.len()).as_bytes());
-    out.extend_from_slice(body);
-    out.push(b'\n');
 }
 
 /// One compile's use of the cache: the packs it read (per stage, on first use), the entries
 /// it computed and the ones it used, until [`CacheSession::flush`] writes them.
 pub(crate) struct CacheSession {
-    /// This build's directory (`None`: no cache on disk).
-    dir: Option<PathBuf>,
+    /// The stores, in the order they are read.
+    tiers: Vec<Tier>,
     /// The in-memory cache, when the cache is one.
     memory: Option<Arc<Memory>>,
     stages: Mutex<HashMap<&'static str, Arc<Packs>>>,
-    /// New entries per stage: key → body (a cache on disk).
+    /// New entries per stage: key → body (a cache in stores).
     new: Mutex<HashMap<&'static str, HashMap<String, String>>>,
     /// New entries per stage: key → value (an in-memory cache).
     new_values: Mutex<HashMap<&'static str, HashMap<String, Value>>>,
     /// Entries read from packs: (stage, key).
     used: Mutex<Vec<(&'static str, String)>>,
+    /// What shared stores answered when they failed.
+    errors: Mutex<Vec<String>>,
 }
 
 impl CacheSession {
     pub(crate) fn is_enabled(&self) -> bool {
-        self.dir.is_some() || self.memory.is_some()
+        !self.tiers.is_empty() || self.memory.is_some()
     }
 
     /// The value stored under `key` in the in-memory cache.
@@ -288,12 +228,22 @@ impl CacheSession {
     }
 
     fn packs(&self, stage: &'static str) -> Option<Arc<Packs>> {
-        let dir = self.dir.as_ref()?;
+        if self.tiers.is_empty() {
+            return None;
+        }
         let mut stages = self.stages.lock().unwrap_or_else(|e| e.into_inner());
         Some(
             stages
                 .entry(stage)
-                .or_insert_with(|| Arc::new(Packs::read(&dir.join(stage))))
+                .or_insert_with(|| {
+                    let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+                    Arc::new(Packs::read(
+                        &self.tiers,
+                        build::build_name(),
+                        stage,
+                        &mut errors,
+                    ))
+                })
                 .clone(),
         )
     }
@@ -324,7 +274,7 @@ impl CacheSession {
                 .insert(key.0.clone(), Arc::new(value.clone()));
             return;
         }
-        if self.dir.is_none() {
+        if self.tiers.is_empty() {
             return;
         }
         let Some(body) = value.encode() else {
@@ -343,48 +293,62 @@ impl CacheSession {
             .insert(key.0.clone(), body);
     }
 
-    /// Writes the compile's new entries, one pack per stage, and compacts a stage that holds
-    /// more than [`MAX_PACKS`] packs. A failure to write only costs the next compile the work.
-    pub(crate) fn flush(self) {
+    /// Writes the compile's entries: per stage and store, one pack of what it computed and of
+    /// the hits that store lacks, and compacts a store's stage that holds more than
+    /// [`MAX_PACKS`] packs. Returns what shared stores answered when they failed (a failure
+    /// only costs the next compile the work).
+    pub(crate) fn flush(self) -> Vec<String> {
         if let Some(memory) = self.memory.clone() {
-            return self.keep_in(&memory);
+            self.keep_in(&memory);
+            return Vec::new();
         }
-        let Some(dir) = &self.dir else {
-            return;
-        };
         let stages = self.stages.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut new = self.new.into_inner().unwrap_or_else(|e| e.into_inner());
         let used = self.used.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut errors = self.errors.into_inner().unwrap_or_else(|e| e.into_inner());
         let names: std::collections::BTreeSet<&'static str> =
             stages.keys().chain(new.keys()).copied().collect();
+        let build = build::build_name();
         for stage in names {
             let new = new.remove(stage).unwrap_or_default();
-            let packs = stages.get(stage);
-            let compact =
-                packs.is_some_and(|p| p.paths.len() + usize::from(!new.is_empty()) > MAX_PACKS);
-            if new.is_empty() && !compact {
-                continue;
-            }
-            let mut out = HEADER.as_bytes().to_vec();
-            let mut written = std::collections::HashSet::new();
-            if let (true, Some(packs)) = (compact, packs) {
-                for (_, key) in used.iter().filter(|(s, _)| *s == stage) {
-                    if let Some(body) = packs.body(key).filter(|_| written.insert(key.as_str())) {
+            let empty = Packs::default();
+            let packs = stages.get(stage).map_or(&empty, |p| p.as_ref());
+            let used: Vec<&str> = used
+                .iter()
+                .filter(|(s, _)| *s == stage)
+                .map(|(_, k)| k.as_str())
+                .collect();
+            for (t, tier) in self.tiers.iter().enumerate() {
+                let adds = !new.is_empty() || used.iter().any(|k| !packs.holds(t, k));
+                let compact = packs.count(t) + usize::from(adds) > MAX_PACKS;
+                let mut out = HEADER.as_bytes().to_vec();
+                let mut written = std::collections::HashSet::new();
+                for &key in &used {
+                    let wanted = compact || !packs.holds(t, key);
+                    if let Some(body) = packs.body(key).filter(|_| wanted && written.insert(key)) {
                         record(&mut out, key, body);
                     }
                 }
-            }
-            for (key, body) in &new {
-                if !written.contains(key.as_str()) {
-                    record(&mut out, key, body.as_bytes());
+                for (key, body) in &new {
+                    if written.insert(key.as_str()) {
+                        record(&mut out, key, body.as_bytes());
+                    }
                 }
-            }
-            if write_pack(&dir.join(stage), &out).is_ok() && compact {
-                for path in packs.map(|p| p.paths.as_slice()).unwrap_or_default() {
-                    let _ = std::fs::remove_file(path);
+                if written.is_empty() && !compact {
+                    continue;
+                }
+                let mut result = tier.store.add(build, stage, &out);
+                if result.is_ok() && compact {
+                    result = tier.store.remove(build, stage, &packs.ids(t));
+                }
+                if let (Err(e), true) = (result, tier.shared) {
+                    errors.push(e);
                 }
             }
         }
+        errors.sort();
+        errors.dedup();
+        errors
     }
 }
 
@@ -409,54 +373,6 @@ impl CacheSession {
         }
         *stages = kept;
     }
-}
-
-/// Writes `bytes` as a new pack in `dir`, under a name no other writer uses, whole or not at
-/// all (a temporary file renamed into place).
-fn write_pack(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let name = format!(
-        "{nanos:032x}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let tmp = dir.join(format!("{name}.tmp"));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, dir.join(format!("{name}.pack")))
-    };
-    let result = write();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// What identifies the compiler that computes the entries: its version and, since a
-/// development build changes without a version bump, the size and modification time of the
-/// running executable (built-in dialects are compiled into it).
-fn build_id() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        let exe = std::env::current_exe()
-            .and_then(std::fs::metadata)
-            .map(|m| {
-                let modified = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default();
-                format!("{}:{modified}", m.len())
-            })
-            .unwrap_or_default();
-        format!("{} {exe}", env!("CARGO_PKG_VERSION"))
-    })
 }
 
 /// How much of a compile the cache answered, per stage: which models were computed, not how
@@ -496,8 +412,9 @@ mod tests {
         KeyBuilder::new("t").add(s).finish()
     }
 
-    fn packs(cache: &CompileCache) -> Vec<PathBuf> {
-        let dir = cache.dirs.as_ref().unwrap().1.join("t");
+    /// The packs of stage `t` in the cache directory `root`.
+    fn packs(root: &Path) -> Vec<PathBuf> {
+        let dir = root.join(build::build_name()).join("t");
         let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -517,13 +434,13 @@ mod tests {
         // Not visible before the flush: the pack is written when the compile ends.
         assert_eq!(session.get::<Vec<u32>>("t", &key("a")), None);
         session.flush();
-        assert_eq!(packs(&cache).len(), 1, "one pack, no temporary file");
+        assert_eq!(packs(dir.path()).len(), 1, "one pack, no temporary file");
         let session = cache.session();
         assert_eq!(session.get::<Vec<u32>>("t", &key("a")), Some(vec![1, 2, 3]));
         assert_eq!(session.get::<String>("t", &key("b")).as_deref(), Some("b"));
         // Nothing new: nothing written.
         session.flush();
-        assert_eq!(packs(&cache).len(), 1);
+        assert_eq!(packs(dir.path()).len(), 1);
     }
 
     #[test]
@@ -535,7 +452,7 @@ mod tests {
             session.put("t", &key(k), &k.to_string());
         }
         session.flush();
-        let path = packs(&cache).remove(0);
+        let path = packs(dir.path()).remove(0);
         let whole = std::fs::read(&path).unwrap();
         let hits = |bytes: &[u8]| {
             std::fs::write(&path, bytes).unwrap();
@@ -552,20 +469,98 @@ mod tests {
         assert_eq!(hits(b"\x00\xff not a pack"), 0);
         assert_eq!(hits(b""), 0);
         let older = String::from_utf8(whole.clone()).unwrap().replacen(
+            "phlo-compile-cache 3",
             "phlo-compile-cache 2",
-            "phlo-compile-cache 1",
             1,
         );
         assert_eq!(hits(older.as_bytes()), 0);
         // A record's length that overruns the next record: read up to it.
         let text = String::from_utf8(whole.clone()).unwrap();
         let first_len = text.lines().nth(1).unwrap().split(' ').nth(1).unwrap();
-        let overrun = text.replacen(&format!(" {first_len}\n"), " 9\n", 1);
+        let overrun = text.replacen(&format!(" {first_len} "), " 9 ", 1);
         assert_eq!(hits(overrun.as_bytes()), 0);
         // A body that is not what the stage stores is a miss of that entry only.
         let first_body = text.lines().nth(2).unwrap();
         let wrong = text.replacen(first_body, &"x".repeat(first_body.len()), 1);
         assert_eq!(hits(wrong.as_bytes()), 2);
+    }
+
+    #[test]
+    fn a_body_that_fails_its_checksum_is_a_miss_even_when_it_decodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::at(dir.path());
+        let session = cache.session();
+        session.put("t", &key("a"), &"right".to_string());
+        session.put("t", &key("b"), &"other".to_string());
+        session.flush();
+        let path = packs(dir.path()).remove(0);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Same length, still a JSON string: only the checksum tells.
+        std::fs::write(&path, text.replacen("\"right\"", "\"wrong\"", 1)).unwrap();
+        let session = cache.session();
+        assert_eq!(session.get::<String>("t", &key("a")), None);
+        assert_eq!(
+            session.get::<String>("t", &key("b")).as_deref(),
+            Some("other")
+        );
+        // A body moved under another key fails it too.
+        let (a, b) = (key("a").0, key("b").0);
+        std::fs::write(
+            &path,
+            text.replace(&a, "K").replace(&b, &a).replace("K", &b),
+        )
+        .unwrap();
+        let session = cache.session();
+        assert_eq!(session.get::<String>("t", &key("a")), None);
+        assert_eq!(session.get::<String>("t", &key("b")), None);
+    }
+
+    #[test]
+    fn a_shared_store_fills_a_fresh_cache_and_is_filled_by_one_that_compiled_before() {
+        let (own, team, fresh) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let shared = |c: CompileCache| c.with_shared(Arc::new(DirPackStore::shared(team.path())));
+        // A workspace compiled before the team's store was configured.
+        let session = CompileCache::at(own.path()).session();
+        session.put("t", &key("a"), &1u8);
+        session.flush();
+        // With the store configured, its hit is written back to the store.
+        let session = shared(CompileCache::at(own.path())).session();
+        assert_eq!(session.get::<u8>("t", &key("a")), Some(1));
+        session.put("t", &key("b"), &2u8);
+        assert_eq!(session.flush(), Vec::<String>::new());
+        assert_eq!(packs(team.path()).len(), 1);
+        assert_eq!(packs(own.path()).len(), 2);
+        // A fresh clone reads both from the store and keeps them in its own directory.
+        let session = shared(CompileCache::at(fresh.path())).session();
+        assert_eq!(session.get::<u8>("t", &key("a")), Some(1));
+        assert_eq!(session.get::<u8>("t", &key("b")), Some(2));
+        session.flush();
+        assert_eq!(packs(team.path()).len(), 1, "nothing new for the store");
+        let session = CompileCache::at(fresh.path()).session();
+        assert_eq!(session.get::<u8>("t", &key("b")), Some(2));
+    }
+
+    #[test]
+    fn a_shared_store_that_fails_is_reported_and_the_compile_goes_on() {
+        let own = tempfile::tempdir().unwrap();
+        let file = own.path().join("not-a-directory");
+        std::fs::write(&file, "x").unwrap();
+        let cache = CompileCache::at(own.path().join("own"))
+            .with_shared(Arc::new(DirPackStore::shared(&file)));
+        let session = cache.session();
+        assert_eq!(session.get::<u8>("t", &key("a")), None);
+        session.put("t", &key("a"), &1u8);
+        let errors = session.flush();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors.iter().all(|e| e.contains("not-a-directory")),
+            "{errors:?}"
+        );
+        assert_eq!(cache.session().get::<u8>("t", &key("a")), Some(1));
     }
 
     #[test]
@@ -577,14 +572,14 @@ mod tests {
             session.put("t", &key(&n.to_string()), &n);
             session.flush();
         }
-        assert_eq!(packs(&cache).len(), MAX_PACKS);
+        assert_eq!(packs(dir.path()).len(), MAX_PACKS);
         // A compile that uses entries 0 and 1 and computes "new": one pack of those three.
         let session = cache.session();
         assert_eq!(session.get::<usize>("t", &key("0")), Some(0));
         assert_eq!(session.get::<usize>("t", &key("1")), Some(1));
         session.put("t", &key("new"), &99usize);
         session.flush();
-        assert_eq!(packs(&cache).len(), 1);
+        assert_eq!(packs(dir.path()).len(), 1);
         let session = cache.session();
         assert_eq!(session.get::<usize>("t", &key("0")), Some(0));
         assert_eq!(session.get::<usize>("t", &key("new")), Some(99));
