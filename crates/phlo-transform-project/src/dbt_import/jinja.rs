@@ -177,9 +177,11 @@ fn render_var(call: &Call, vars: &BTreeMap<String, Literal>) -> Result<String, S
     };
     let value = match (vars.get(name), default) {
         (Some(v), _) | (None, Some(v)) => v,
-        (None, None) => return Err(format!(
+        (None, None) => {
+            return Err(format!(
             "var('{name}'): dbt_project.yml has no `vars:` entry `{name}` and the call no default"
-        )),
+        ))
+        }
     };
     match value {
         Literal::Str(s) if !s.contains("{{") && !s.contains("{%") => Ok(s.clone()),

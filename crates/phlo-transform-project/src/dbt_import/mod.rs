@@ -1028,6 +1028,56 @@ mod import_tests {
         assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
     }
 
+    /// Seeds' YAML, settings no materialization reads, and one that changes what is written.
+    #[test]
+    fn seed_tests_convert_and_unread_settings_are_listed_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("project");
+        write(&p, "dbt_project.yml", "name: shop\nvars:\n  floor: 5\n  shop:\n    floor: 7\nmodels:\n  +cluster_by: ['id']\n  shop:\n    +materialized: table\n");
+        write(&p, "seeds/raw_orders.csv", "id,amount\n1,10\n");
+        write(&p, "seeds/raw_items.csv", "id,order_id\n1,1\n");
+        write(&p, "seeds/props.yml", "version: 2\nseeds:\n  - name: raw_orders\n    config:\n      column_types: {id: bigint}\n    columns:\n      - name: id\n        tests: [not_null, unique]\n  - name: raw_items\n    columns:\n      - name: order_id\n        tests:\n          - relationships:\n              to: ref('raw_orders')\n              field: id\n");
+        write(&p, "models/a.sql", "select id from {{ ref('raw_orders') }} where amount > {{ var('floor') }}\n{% if is_incremental() %}and id > (select max(id) from {{ this }}){% endif %}\n");
+        write(&p, "models/b.sql", "{{ config(materialized='incremental', unique_key='id', incremental_predicates=['x']) }}\nselect id from {{ ref('a') }}\n");
+        let out = tmp.path().join("ws");
+        let imported = import(&p, &out).unwrap();
+        let left: Vec<String> = imported
+            .report
+            .unconverted
+            .iter()
+            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                "dbt_project.yml:7 setting `cluster_by: ['id']`: not a configuration of dbt's materializations: the models it configures are imported without it",
+                "models/b.sql:1 model b: setting `incremental_predicates: ['x']`",
+                "seeds/props.yml:5 setting `column_types: {id: 'bigint'}` of seed raw_orders: seed settings are not imported (the CSV source's columns are inferred)",
+            ]
+        );
+        let a = std::fs::read_to_string(out.join("transforms/shop/a.sql")).unwrap();
+        assert!(
+            a.ends_with("-- @table\nselect id from seeds.raw_orders where amount > 7\n"),
+            "{a}"
+        );
+        assert_eq!(
+            imported.report.tests,
+            [
+                "tests/not_null_raw_orders_id.sql",
+                "tests/relationships_raw_items_order_id.sql",
+                "tests/unique_raw_orders_id.sql"
+            ]
+        );
+        let rel = std::fs::read_to_string(out.join("tests/relationships_raw_items_order_id.sql"))
+            .unwrap();
+        assert!(
+            rel.contains("from seeds.raw_items as child\nleft join seeds.raw_orders as parent on child.order_id = parent.id"),
+            "{rel}"
+        );
+        let ws = crate::Workspace::load(&out).unwrap();
+        assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
+    }
+
     #[test]
     fn yaml_that_does_not_parse_is_p016_at_its_line_and_nothing_is_written() {
         let tmp = tempfile::tempdir().unwrap();
