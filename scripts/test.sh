@@ -111,6 +111,30 @@ DBT_VENV="$HOME/.cache/phlo-transform/dbt-venv"
 export PHLO_DBT_PYTHON="$DBT_VENV/bin/python"
 ensure_venv "$DBT_VENV" "dbt" "${DBT_ENV[@]}"
 
+# tests/dbt_import.rs's second dbt project: SQLMesh's dbt version of its sushi example
+# (examples/sushi_dbt, Apache-2.0), as the pinned sqlmesh source distribution on PyPI ships it
+# (checked by its SHA-256), unpacked with that distribution's LICENSE; nothing of it is kept
+# in this repository. PHLO_DBT_SUSHI tells the test where it is.
+SQLMESH_SDIST="sqlmesh-0.236.4"
+SQLMESH_SHA256="f018b5ca04ee30a9db4a7ab9413c0afdfac0332bf45a110d8a0a0fa22f93e691"
+SUSHI_DIR="$HOME/.cache/phlo-transform/dbt-projects/$SQLMESH_SDIST/sushi_dbt"
+export PHLO_DBT_SUSHI="$SUSHI_DIR"
+if [ ! -f "$SUSHI_DIR/dbt_project.yml" ]; then
+    log "unpacking examples/sushi_dbt of the $SQLMESH_SDIST source distribution"
+    sdist_dir="$(mktemp -d)"
+    "$DBT_VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --no-binary :all: -d "$sdist_dir" "${SQLMESH_SDIST/-/==}"
+    echo "$SQLMESH_SHA256  $sdist_dir/$SQLMESH_SDIST.tar.gz" | sha256sum -c --quiet \
+        || die "$SQLMESH_SDIST.tar.gz does not have the pinned SHA-256"
+    tar -xzf "$sdist_dir/$SQLMESH_SDIST.tar.gz" -C "$sdist_dir" \
+        "$SQLMESH_SDIST/examples/sushi_dbt" "$SQLMESH_SDIST/LICENSE"
+    mkdir -p "$(dirname "$SUSHI_DIR")"
+    cp "$sdist_dir/$SQLMESH_SDIST/LICENSE" "$sdist_dir/$SQLMESH_SDIST/examples/sushi_dbt/"
+    rm -rf "$SUSHI_DIR"
+    mv "$sdist_dir/$SQLMESH_SDIST/examples/sushi_dbt" "$SUSHI_DIR"
+    rm -rf "$sdist_dir"
+fi
+
 # --- PostgreSQL -------------------------------------------------------------------------------------
 # The state-store suite and tests/state.rs create a fresh database per test through
 # PHLO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres, trust

@@ -1,9 +1,14 @@
 //! The Jinja of a dbt SQL file, converted to plain SQL where it has a plain meaning:
 //! `{{ ref('x') }}` and `{{ source('s', 't') }}` become the relation's name (through the
 //! caller's resolver), `{{ config(...) }}` with literal arguments is handed back as settings
-//! and removed, `{# … #}` becomes a `/* … */` comment. Every other construct (`{% … %}` tags,
-//! other expressions) is a problem at its line; the caller leaves the model out.
+//! and removed, `{# … #}` becomes a `/* … */` comment, `{{ var('x') }}` becomes the value
+//! the project's `vars:` give `x` (or the call's default), and `{% if is_incremental() %}…
+//! {% endif %}` is dropped (its `{% else %}` branch kept): a phlo-transform incremental
+//! model's query defines the whole table, as dbt's full build renders it, and the engine
+//! works out what is new. Every other construct (`{% … %}` tags, other expressions) is a
+//! problem at its line; the caller leaves the model out.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A literal argument of a call (Jinja's Python-like literals).
@@ -130,11 +135,70 @@ fn shown(construct: &str) -> String {
     }
 }
 
+/// Where the `{% if is_incremental() %}` block opened by the tag ending at `from` goes on:
+/// the offset after its `{% else %}` (the branch a full build renders), or after its
+/// `{% endif %}`. `None` when it is never closed or has an `{% elif %}`.
+fn past_incremental_branch(text: &str, from: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = from;
+    loop {
+        let open = at + text[at..].find("{%")?;
+        if let Some(comment) = text[at..].find("{#").map(|i| at + i) {
+            if comment < open {
+                at = comment + 2 + text[comment + 2..].find("#}")? + 2;
+                continue;
+            }
+        }
+        let close = open + 2 + text[open + 2..].find("%}")?;
+        let end = close + 2;
+        let inner = text[open + 2..close]
+            .trim_start_matches(['-', '+'])
+            .trim_end_matches(['-', '+'])
+            .trim();
+        match inner.split_whitespace().next().unwrap_or("") {
+            "if" => depth += 1,
+            "endif" if depth == 0 => return Some(end),
+            "endif" => depth -= 1,
+            "else" if depth == 0 => return Some(end),
+            "elif" if depth == 0 => return None,
+            _ => {}
+        }
+        at = end;
+    }
+}
+
+/// How `{{ var(...) }}` renders: the project's value for the name, else the call's default,
+/// as Jinja prints it; `Err` says why it has no plain text.
+fn render_var(call: &Call, vars: &BTreeMap<String, Literal>) -> Result<String, String> {
+    let (name, default) = match (call.args.as_slice(), call.kwargs.is_empty()) {
+        ([Literal::Str(name)], true) => (name, None),
+        ([Literal::Str(name), default], true) => (name, Some(default)),
+        _ => return Err(format!("`var` called with {:?}", call.args)),
+    };
+    let value = match (vars.get(name), default) {
+        (Some(v), _) | (None, Some(v)) => v,
+        (None, None) => {
+            return Err(format!(
+            "var('{name}'): dbt_project.yml has no `vars:` entry `{name}` and the call no default"
+        ))
+        }
+    };
+    match value {
+        Literal::Str(s) if !s.contains("{{") && !s.contains("{%") => Ok(s.clone()),
+        Literal::Number(n) => Ok(n.clone()),
+        Literal::Bool(b) => Ok(if *b { "True" } else { "False" }.into()),
+        other => Err(format!(
+            "var('{name}') is `{other}`, which has no plain SQL text"
+        )),
+    }
+}
+
 /// Converts `text`; `resolve` names the relation a reference reads (an error says why it
-/// cannot).
+/// cannot); `vars` are the project's `vars:`.
 pub(crate) fn convert(
     text: &str,
     project: &str,
+    vars: &BTreeMap<String, Literal>,
     resolve: &mut dyn FnMut(&Reference) -> Result<String, String>,
 ) -> Converted {
     let mut out = Converted::default();
@@ -173,6 +237,31 @@ pub(crate) fn convert(
                 out.sql.push_str(&inner.replace("*/", "* /"));
                 out.sql.push_str(" */");
             }
+            "{%" if inner.split_whitespace().collect::<Vec<_>>() == ["if", "is_incremental()"] => {
+                match past_incremental_branch(text, rest) {
+                    Some(after) => {
+                        rest = after;
+                        // A block that stood on lines of its own leaves no empty line.
+                        let kept = out.sql.trim_end_matches([' ', '\t']).len();
+                        if out.sql[..kept].ends_with('\n') || kept == 0 {
+                            if text[rest..].starts_with('\n') {
+                                out.sql.truncate(kept);
+                                rest += 1;
+                            } else if text[rest..].starts_with("\r\n") {
+                                out.sql.truncate(kept);
+                                rest += 2;
+                            }
+                        }
+                    }
+                    None => out.problems.push(Problem {
+                        line,
+                        reason: format!(
+                            "Jinja statement `{}` (never closed, or with `{{% elif %}}`)",
+                            shown(construct)
+                        ),
+                    }),
+                }
+            }
             "{%" => {
                 let word = inner.split_whitespace().next().unwrap_or("");
                 // The end of a block is listed with its start.
@@ -196,6 +285,10 @@ pub(crate) fn convert(
                         }
                     }
                 }
+                Some(call) if call.name == "var" => match render_var(&call, vars) {
+                    Ok(text) => out.sql.push_str(&text),
+                    Err(reason) => out.problems.push(Problem { line, reason }),
+                },
                 Some(call) => match Reference::of(&call, project) {
                     Some(reference) => match resolve(&reference) {
                         Ok(name) => {
@@ -406,7 +499,7 @@ mod tests {
     fn refs_sources_config_and_comments_convert() {
         let text = "{{ config(materialized='table', tags=['a', \"b\"], unique_key='id') }}\n\
                     {#- a note -#}\nselect * from {{ ref('orders') }} o\njoin {{source( 'raw' , \"pay\" )}} p on {a}";
-        let c = convert(text, "shop", &mut resolve);
+        let c = convert(text, "shop", &BTreeMap::new(), &mut resolve);
         assert!(c.problems.is_empty(), "{:?}", c.problems);
         assert_eq!(
             c.sql,
@@ -433,7 +526,7 @@ mod tests {
     #[test]
     fn other_jinja_is_a_problem_at_its_line() {
         let text = "{% set xs = [1] %}\nselect\n{% for x in xs %}{{ x }},{% endfor %}\n{{ ref('missing') }} {{ ref('dbt_utils', 'y') }}";
-        let c = convert(text, "shop", &mut resolve);
+        let c = convert(text, "shop", &BTreeMap::new(), &mut resolve);
         let lines: Vec<(usize, &str)> = c
             .problems
             .iter()
@@ -447,6 +540,43 @@ mod tests {
                 (3, "Jinja expression `{{ x }}`"),
                 (4, "no model `missing`"),
                 (4, "Jinja expression `{{ ref('dbt_utils', 'y') }}`"),
+            ]
+        );
+    }
+
+    #[test]
+    fn is_incremental_blocks_are_dropped_and_vars_are_their_values() {
+        let vars = BTreeMap::from([
+            ("limit".to_string(), Literal::Number("10".into())),
+            ("col".to_string(), Literal::Str("amount".into())),
+            ("list".to_string(), Literal::List(vec![])),
+        ]);
+        let text = "select {{ var('col') }}, {{ var('missing', 'x') }} from {{ ref('orders') }}\n\
+                    {% if is_incremental() %}\n  where ts > (select max(ts) from {{ this }})\n\
+                    {% if true %}{% endif %}{# {% endif %} #}\n{% endif %}\n\
+                    limit {{ var('limit') }}\n\
+                    {%- if is_incremental() -%} a {% else %} b {% endif %}";
+        let c = convert(text, "shop", &vars, &mut resolve);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.sql, "select amount, x from shop.orders\nlimit 10\n b ");
+        let c = convert(
+            "{{ var('list') }} {{ var('nope') }}\n{% if is_incremental() %}{% elif x %}{% endif %}\n{% if is_incremental() %}",
+            "shop",
+            &vars,
+            &mut resolve,
+        );
+        let reasons: Vec<(usize, &str)> = c
+            .problems
+            .iter()
+            .map(|p| (p.line, p.reason.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                (1, "var('list') is `[]`, which has no plain SQL text"),
+                (1, "var('nope'): dbt_project.yml has no `vars:` entry `nope` and the call no default"),
+                (2, "Jinja statement `{% if is_incremental() %}` (never closed, or with `{% elif %}`)"),
+                (3, "Jinja statement `{% if is_incremental() %}` (never closed, or with `{% elif %}`)"),
             ]
         );
     }

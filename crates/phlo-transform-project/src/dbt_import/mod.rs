@@ -153,17 +153,29 @@ fn profile_dialect(dir: &Path, profile: Option<&str>) -> Option<String> {
     DIALECTS.contains(&kind).then(|| kind.to_string())
 }
 
-/// The directives of a model's settings, and its materialisation; `Err` names the setting
-/// that has no phlo-transform equivalent, at its file and line.
-fn directives(
-    settings: &[(String, Literal, String, usize)],
-) -> Result<(Vec<String>, String), Unconverted> {
+/// dbt configurations outside [`project::CONFIG_KEYS`] that change what a materialization
+/// writes: refused like the unconverted ones of that list.
+const ROW_SETTINGS: &[&str] = &[
+    "incremental_predicates",
+    "predicates",
+    "snapshot",
+    "external",
+];
+
+/// A setting of a model's, with the file and line that give it.
+type Setting = (String, Literal, String, usize);
+
+/// The directives of a model's settings, its materialisation, and the settings that no
+/// materialization reads (imported without them, listed); `Err` names the setting that has
+/// no phlo-transform equivalent, at its file and line.
+fn directives(settings: &[Setting]) -> Result<(Vec<String>, String, Vec<Setting>), Unconverted> {
     let mut materialized = "view".to_string();
     let mut tags: BTreeSet<String> = BTreeSet::new();
     let mut unique_key: Option<Vec<String>> = None;
     let mut strategy: Option<String> = None;
     let mut partition_by: Option<Vec<String>> = None;
     let mut event_time: Option<String> = None;
+    let mut inert = Vec::new();
     let refuse = |key: &str, value: &Literal, file: &str, line: usize| Unconverted {
         file: file.to_string(),
         line,
@@ -199,6 +211,12 @@ fn directives(
                     left_out: String::new(),
                     reason: "disabled in dbt (`enabled: false`)".into(),
                 })
+            }
+            // Not a configuration dbt or an adapter of the three dialects reads (an
+            // integration's own, `cluster_by` for another warehouse): no materialization the
+            // import converts looks at it, so the rows do not depend on it. It is listed.
+            (k, _) if !project::CONFIG_KEYS.contains(&k) && !ROW_SETTINGS.contains(&k) => {
+                inert.push((key.clone(), value.clone(), file.clone(), *line));
             }
             _ => return Err(refuse(key, value, file, *line)),
         }
@@ -239,7 +257,7 @@ fn directives(
             tags.into_iter().collect::<Vec<_>>().join(",")
         ));
     }
-    Ok((out, materialized))
+    Ok((out, materialized, inert))
 }
 
 /// The data test files, by name (a second test of the same name gets `_2`, …).
@@ -404,6 +422,17 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
             });
         }
     }
+    // dbt reads the properties of seeds from YAML beside them too.
+    for seed_path in &project.seed_paths {
+        if project.model_paths.contains(seed_path) {
+            continue;
+        }
+        for path in files(&dir.join(seed_path), &[".yml", ".yaml"]) {
+            let file = relative(&path, dir);
+            let (doc, text) = project::read_yaml(&path, &file)?;
+            properties.add(&file, &doc, &text);
+        }
+    }
     let mut seeds: BTreeMap<String, PathBuf> = BTreeMap::new();
     for seed_path in &project.seed_paths {
         for path in files(&dir.join(seed_path), &[".csv"]) {
@@ -468,9 +497,10 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
 
     // Each model on its own.
     let mut converted: Vec<Converted> = Vec::new();
+    let mut inert_settings: BTreeSet<(String, usize, String)> = BTreeSet::new();
     for (i, m) in models.iter().enumerate() {
         let mut reads = Vec::new();
-        let c = jinja::convert(&m.text, &project.name, &mut |r| {
+        let c = jinja::convert(&m.text, &project.name, &project.vars, &mut |r| {
             let name = resolve_in(r)?;
             if let Reference::Ref(n) = r {
                 if by_name.contains_key(n.as_str()) {
@@ -508,7 +538,12 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
                 .map(|(k, v)| (k.clone(), v.clone(), m.file.clone(), c.config_line)),
         );
         match directives(&settings) {
-            Ok((directives, materialization)) => {
+            Ok((directives, materialization, unread)) => {
+                inert_settings.extend(
+                    unread
+                        .into_iter()
+                        .map(|(k, v, f, l)| (f, l, format!("{k}: {v}"))),
+                );
                 let lines: Vec<usize> = c
                     .references
                     .iter()
@@ -530,6 +565,15 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
                 unconverted.push(u);
             }
         }
+    }
+    // A setting no materialization reads, once where it is given (it may configure many).
+    for (file, line, setting) in inert_settings {
+        unconverted.push(Unconverted {
+            file,
+            line,
+            left_out: format!("setting `{setting}`"),
+            reason: "not a configuration of dbt's materializations: the models it configures are imported without it".into(),
+        });
     }
     // A model that reads one left out is left out too, until nothing changes.
     loop {
@@ -667,6 +711,56 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
         }
     }
 
+    // The seeds' tests, against `seeds.<name>`; their settings (`column_types`, `delimiter`,
+    // …) are not imported: the CSV source's columns are read as phlo-transform infers them.
+    for (seed, props) in &properties.seeds {
+        if !seeds.contains_key(seed) {
+            continue;
+        }
+        for (key, value, line) in &props.config {
+            unconverted.push(Unconverted {
+                file: props.file.clone(),
+                line: *line,
+                left_out: format!("setting `{key}: {value}` of seed {seed}"),
+                reason: "seed settings are not imported (the CSV source's columns are inferred)"
+                    .into(),
+            });
+        }
+        let name = format!("seeds.{seed}");
+        let target = Target {
+            name: &name,
+            short: seed,
+            sql: None,
+        };
+        let mut seed_not_null = Vec::new();
+        convert_tests(
+            &target,
+            &props.columns,
+            &props.tests,
+            &resolve_kept,
+            &mut test_files,
+            &mut seed_not_null,
+            &mut unconverted,
+        );
+        for c in seed_not_null {
+            let line = props
+                .columns
+                .iter()
+                .find(|col| col.name == c)
+                .map_or(1, |col| col.line);
+            test_files.add(
+                format!("not_null_{seed}_{c}"),
+                format!("select {c}\nfrom {name} as t\nwhere {c} is null\n"),
+                &TestSpec {
+                    name: "not_null".into(),
+                    args: Vec::new(),
+                    file: props.file.clone(),
+                    line,
+                },
+            );
+        }
+    }
+
     // Singular tests.
     for test_path in &project.test_paths {
         for path in files(&dir.join(test_path), &[".sql"]) {
@@ -677,7 +771,9 @@ pub fn import(dir: &Path, out: &Path) -> Result<Imported, Diagnostic> {
                 .to_string_lossy()
                 .into_owned();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let c = jinja::convert(&text, &project.name, &mut |r| resolve_kept(r));
+            let c = jinja::convert(&text, &project.name, &project.vars, &mut |r| {
+                resolve_kept(r)
+            });
             if c.problems.is_empty() && c.config.is_empty() {
                 let origin = TestSpec {
                     name: stem.clone(),
@@ -929,6 +1025,56 @@ mod import_tests {
         // The workspace it wrote loads.
         let ws = crate::Workspace::load(&out).unwrap();
         assert_eq!(ws.models.len(), 2);
+        assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
+    }
+
+    /// Seeds' YAML, settings no materialization reads, and one that changes what is written.
+    #[test]
+    fn seed_tests_convert_and_unread_settings_are_listed_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("project");
+        write(&p, "dbt_project.yml", "name: shop\nvars:\n  floor: 5\n  shop:\n    floor: 7\nmodels:\n  +cluster_by: ['id']\n  shop:\n    +materialized: table\n");
+        write(&p, "seeds/raw_orders.csv", "id,amount\n1,10\n");
+        write(&p, "seeds/raw_items.csv", "id,order_id\n1,1\n");
+        write(&p, "seeds/props.yml", "version: 2\nseeds:\n  - name: raw_orders\n    config:\n      column_types: {id: bigint}\n    columns:\n      - name: id\n        tests: [not_null, unique]\n  - name: raw_items\n    columns:\n      - name: order_id\n        tests:\n          - relationships:\n              to: ref('raw_orders')\n              field: id\n");
+        write(&p, "models/a.sql", "select id from {{ ref('raw_orders') }} where amount > {{ var('floor') }}\n{% if is_incremental() %}and id > (select max(id) from {{ this }}){% endif %}\n");
+        write(&p, "models/b.sql", "{{ config(materialized='incremental', unique_key='id', incremental_predicates=['x']) }}\nselect id from {{ ref('a') }}\n");
+        let out = tmp.path().join("ws");
+        let imported = import(&p, &out).unwrap();
+        let left: Vec<String> = imported
+            .report
+            .unconverted
+            .iter()
+            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                "dbt_project.yml:7 setting `cluster_by: ['id']`: not a configuration of dbt's materializations: the models it configures are imported without it",
+                "models/b.sql:1 model b: setting `incremental_predicates: ['x']`",
+                "seeds/props.yml:5 setting `column_types: {id: 'bigint'}` of seed raw_orders: seed settings are not imported (the CSV source's columns are inferred)",
+            ]
+        );
+        let a = std::fs::read_to_string(out.join("transforms/shop/a.sql")).unwrap();
+        assert!(
+            a.ends_with("-- @table\nselect id from seeds.raw_orders where amount > 7\n"),
+            "{a}"
+        );
+        assert_eq!(
+            imported.report.tests,
+            [
+                "tests/not_null_raw_orders_id.sql",
+                "tests/relationships_raw_items_order_id.sql",
+                "tests/unique_raw_orders_id.sql"
+            ]
+        );
+        let rel = std::fs::read_to_string(out.join("tests/relationships_raw_items_order_id.sql"))
+            .unwrap();
+        assert!(
+            rel.contains("from seeds.raw_items as child\nleft join seeds.raw_orders as parent on child.order_id = parent.id"),
+            "{rel}"
+        );
+        let ws = crate::Workspace::load(&out).unwrap();
         assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
     }
 

@@ -5,6 +5,7 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::Diagnostic;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::jinja::Literal;
@@ -53,6 +54,9 @@ pub(crate) struct DbtProject {
     pub macro_paths: Vec<String>,
     /// The `profile:` it connects with (which engine its SQL is written for).
     pub profile: Option<String>,
+    /// `vars:`: the global ones, overridden by those scoped to the project (`vars: {<name>:
+    /// {...}}`), as `{{ var() }}` reads them.
+    pub vars: BTreeMap<String, Literal>,
     models: Value,
     text: String,
 }
@@ -144,7 +148,21 @@ impl DbtProject {
             .in_file("dbt_project.yml")
             .with_help("a dbt project is named by `name:` in dbt_project.yml"));
         };
+        let mut vars = BTreeMap::new();
+        if let Some(map) = doc.get("vars").and_then(Value::as_object) {
+            for (key, value) in map {
+                if key != name {
+                    vars.insert(key.clone(), literal(value));
+                }
+            }
+            if let Some(scoped) = map.get(name).and_then(Value::as_object) {
+                for (key, value) in scoped {
+                    vars.insert(key.clone(), literal(value));
+                }
+            }
+        }
         Ok(DbtProject {
+            vars,
             name: name.to_string(),
             model_paths: paths(&doc, "model-paths", "models"),
             seed_paths: paths(&doc, "seed-paths", "seeds"),

@@ -53,7 +53,43 @@ pub(crate) struct SourceTable {
 pub(crate) struct Properties {
     /// By dbt model name.
     pub models: Vec<(String, ModelProps)>,
+    /// By seed name: what `seeds:` entries (in any resource path's YAML) declare.
+    pub seeds: Vec<(String, ModelProps)>,
     pub sources: Vec<SourceTable>,
+}
+
+/// The `models:` or `seeds:` entries of a YAML file, by name.
+fn entries(doc: &Value, key: &str, file: &str, text: &str) -> Vec<(String, ModelProps)> {
+    let mut out = Vec::new();
+    let mut line = 1;
+    let Some(Value::Array(items)) = doc.get(key) else {
+        return out;
+    };
+    for m in items {
+        let Some(name) = text_of(m, "name") else {
+            continue;
+        };
+        line = line_of(text, line, &format!("name: {name}"));
+        let config = match m.get("config") {
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| {
+                    let key = k.trim_start_matches('+').to_string();
+                    (key, literal(v), line_of(text, line, &format!("{k}:")))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let props = ModelProps {
+            file: file.to_string(),
+            description: text_of(m, "description"),
+            config,
+            columns: columns_of(m, file, text, line),
+            tests: tests_of(m, file, text, line),
+        };
+        out.push((name, props));
+    }
+    out
 }
 
 fn text_of(v: &Value, key: &str) -> Option<String> {
@@ -127,33 +163,8 @@ fn columns_of(node: &Value, file: &str, text: &str, from: usize) -> Vec<ColumnPr
 impl Properties {
     /// Adds what the YAML file `file` (relative to the project) declares.
     pub fn add(&mut self, file: &str, doc: &Value, text: &str) {
-        let mut line = 1;
-        if let Some(Value::Array(models)) = doc.get("models") {
-            for m in models {
-                let Some(name) = text_of(m, "name") else {
-                    continue;
-                };
-                line = line_of(text, line, &format!("name: {name}"));
-                let config = match m.get("config") {
-                    Some(Value::Object(map)) => map
-                        .iter()
-                        .map(|(k, v)| {
-                            let key = k.trim_start_matches('+').to_string();
-                            (key, literal(v), line_of(text, line, &format!("{k}:")))
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let props = ModelProps {
-                    file: file.to_string(),
-                    description: text_of(m, "description"),
-                    config,
-                    columns: columns_of(m, file, text, line),
-                    tests: tests_of(m, file, text, line),
-                };
-                self.models.push((name, props));
-            }
-        }
+        self.models.extend(entries(doc, "models", file, text));
+        self.seeds.extend(entries(doc, "seeds", file, text));
         let mut line = 1;
         if let Some(Value::Array(sources)) = doc.get("sources") {
             for s in sources {
