@@ -272,7 +272,7 @@ fn a_damaged_cache_is_ignored_and_rewritten() {
                 1 => Vec::new(),
                 2 => String::from_utf8(text.clone())
                     .unwrap()
-                    .replacen("phlo-compile-cache 2", "phlo-compile-cache 1", 1)
+                    .replacen("phlo-compile-cache 3", "phlo-compile-cache 2", 1)
                     .into_bytes(),
                 3 => originals[1 - n].clone(),
                 _ => text[..text.len() / 2].to_vec(),
