@@ -976,12 +976,7 @@ mod import_tests {
         );
         let out = tmp.path().join("ws");
         let imported = import(&p, &out).unwrap();
-        let left: Vec<String> = imported
-            .report
-            .unconverted
-            .iter()
-            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
-            .collect();
+        let left = unconverted_lines(&imported);
         assert_eq!(
             left,
             [
@@ -1028,6 +1023,16 @@ mod import_tests {
         assert!(ws.diagnostics.0.is_empty(), "{:?}", ws.diagnostics);
     }
 
+    /// The report's unconverted entries as `file:line what: why`.
+    fn unconverted_lines(imported: &Imported) -> Vec<String> {
+        imported
+            .report
+            .unconverted
+            .iter()
+            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
+            .collect()
+    }
+
     /// Seeds' YAML, settings no materialization reads, and one that changes what is written.
     #[test]
     fn seed_tests_convert_and_unread_settings_are_listed_once() {
@@ -1041,12 +1046,7 @@ mod import_tests {
         write(&p, "models/b.sql", "{{ config(materialized='incremental', unique_key='id', incremental_predicates=['x']) }}\nselect id from {{ ref('a') }}\n");
         let out = tmp.path().join("ws");
         let imported = import(&p, &out).unwrap();
-        let left: Vec<String> = imported
-            .report
-            .unconverted
-            .iter()
-            .map(|u| format!("{}:{} {}: {}", u.file, u.line, u.left_out, u.reason))
-            .collect();
+        let left = unconverted_lines(&imported);
         assert_eq!(
             left,
             [
