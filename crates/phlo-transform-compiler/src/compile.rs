@@ -25,6 +25,8 @@ use crate::typing;
 use crate::version::{Fingerprints, ModelVersion};
 use std::sync::OnceLock;
 
+mod edit;
+
 /// The immutable result of compiling a workspace.
 pub struct Compilation {
     pub workspace: Workspace,
@@ -45,6 +47,33 @@ pub struct Compilation {
     pub diagnostics: Diagnostics,
     /// What the compile cache answered ([`Compilation::compile_cached`]).
     pub cache_stats: CacheStats,
+    /// The diagnostics of what was compiled (loading the workspace and its sources, looking
+    /// for missing relations), before any model was: an edit compiled from this compilation
+    /// (`with_edited_texts`) keeps those of the files it compiles again.
+    input_diagnostics: Diagnostics,
+    /// Whether asking for the relations nothing resolved found sources or said anything.
+    looked_up: bool,
+}
+
+impl Clone for Compilation {
+    /// A copy whose column lineage is indexed again on first use.
+    fn clone(&self) -> Self {
+        Compilation {
+            workspace: self.workspace.clone(),
+            catalog: self.catalog.clone(),
+            models: self.models.clone(),
+            graph: self.graph.clone(),
+            order: self.order.clone(),
+            tests: self.tests.clone(),
+            contracts: self.contracts.clone(),
+            lineage: OnceLock::new(),
+            dialect: self.dialect.clone(),
+            diagnostics: self.diagnostics.clone(),
+            cache_stats: self.cache_stats.clone(),
+            input_diagnostics: self.input_diagnostics.clone(),
+            looked_up: self.looked_up,
+        }
+    }
 }
 
 /// What [`Compilation::lookup_model`] found.
@@ -135,13 +164,16 @@ impl Compilation {
             .map(|f| parse_query(&f.text, &f.path, &sql_dialect))
             .collect();
         drop(resolver);
-        diagnostics.extend(add_missing_sources(
+        let looked = add_missing_sources(
             &mut workspace,
             &mut catalog,
             &mut compiled,
             &test_files,
             missing,
-        ));
+        );
+        let looked_up = looked.is_some();
+        diagnostics.extend(looked.into_iter().flatten());
+        let input_diagnostics = diagnostics.clone();
         let resolver = Resolver::new(&workspace);
 
         let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
@@ -209,7 +241,8 @@ impl Compilation {
         stats.type_hits = typed.hits;
         stats.typed = typed.computed;
         let contracts = contracts::check(&mut models, &workspace, &dialect, &mut diagnostics);
-        crate::incremental::check_columns(&mut models, &workspace, &mut diagnostics);
+        let all = 0..models.len();
+        crate::incremental::check_columns(&mut models, &workspace, all, &mut diagnostics);
         compute_versions(&mut models, canonical, &order, &workspace, &catalog);
         let tests = compile_tests(
             &models,
@@ -234,6 +267,8 @@ impl Compilation {
             dialect,
             diagnostics,
             cache_stats: stats,
+            input_diagnostics,
+            looked_up,
         }
     }
 
@@ -352,14 +387,14 @@ impl Compilation {
 /// Asks `missing` for sources of the relations nothing resolved in the `compiled` models and
 /// the parsed `test_files`; adds what it finds to `workspace` and `catalog` and resolves the
 /// models reading those again, from their kept parse. Returns the diagnostics of looking and
-/// of reading the found sources.
+/// of reading the found sources; `None` when it found nothing and said nothing.
 fn add_missing_sources(
     workspace: &mut Workspace,
     catalog: &mut CatalogSnapshot,
     compiled: &mut [CompiledEntry],
     test_files: &[Result<ParsedQuery, Diagnostic>],
     missing: &mut MissingRelations<'_>,
-) -> Vec<Diagnostic> {
+) -> Option<Vec<Diagnostic>> {
     let mut wanted: BTreeSet<Vec<String>> = compiled
         .iter()
         .filter_map(|c| c.unresolved.as_ref())
@@ -381,11 +416,11 @@ fn add_missing_sources(
     }
     drop(resolver);
     if wanted.is_empty() {
-        return Vec::new();
+        return None;
     }
     let (found, mut diagnostics) = missing(workspace, &wanted);
     if found.is_empty() {
-        return diagnostics;
+        return (!diagnostics.is_empty()).then_some(diagnostics);
     }
     diagnostics.extend(catalog.read(workspace, &found));
     let names: BTreeSet<String> = found.iter().map(|s| s.name.clone()).collect();
@@ -406,7 +441,7 @@ fn add_missing_sources(
             entry.cache_hit = cache_hit;
         }
     }
-    diagnostics
+    Some(diagnostics)
 }
 
 /// What compiling one model gives.

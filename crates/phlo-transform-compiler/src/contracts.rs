@@ -123,8 +123,20 @@ pub(crate) fn check(
         check_model(index, key, &contract, models, dialect, &text, diagnostics);
         out.insert(index, contract);
     }
-    // @key / @not-null name real columns, whatever the contract says.
-    for (i, m) in models.iter().enumerate() {
+    check_directive_columns(models, ws, 0..models.len(), diagnostics);
+    out
+}
+
+/// `@key` / `@not-null` of the models `indices` name real columns, whatever the contract says
+/// (C-codes on the model's file).
+pub(crate) fn check_directive_columns(
+    models: &[CompiledModel],
+    ws: &Workspace,
+    indices: impl IntoIterator<Item = usize>,
+    diagnostics: &mut Diagnostics,
+) {
+    for i in indices {
+        let m = &models[i];
         let Some(columns) = m.schema.as_ref().and_then(ModelSchema::columns) else {
             continue;
         };
@@ -152,7 +164,6 @@ pub(crate) fn check(
             }
         }
     }
-    out
 }
 
 fn resolve(

@@ -9,14 +9,17 @@ use phlo_transform_project::{IncrementalStrategy, Workspace};
 use crate::model::CompiledModel;
 use crate::model::ModelSchema;
 
-/// Reports (P005) every strategy column missing from a model's known output schema and marks
-/// the model as having errors. Models whose schema is unknown are not judged.
+/// Reports (P005) every strategy column missing from the known output schema of the models
+/// `indices` and marks the model as having errors. Models whose schema is unknown are not
+/// judged.
 pub(crate) fn check_columns(
     models: &mut [CompiledModel],
     ws: &Workspace,
+    indices: impl IntoIterator<Item = usize>,
     diagnostics: &mut Diagnostics,
 ) {
-    for (model, file) in models.iter_mut().zip(&ws.models) {
+    for i in indices {
+        let (model, file) = (&mut models[i], &ws.models[i]);
         let Some(strategy) = &file.config.incremental.value else {
             continue;
         };

@@ -19,7 +19,7 @@ use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::TableReference;
 use phlo_transform_core::diagnostic::{codes, Location, Span};
 use phlo_transform_core::{Diagnostic, Diagnostics};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use crate::analysis::{analyse, Rejection};
@@ -106,6 +106,7 @@ pub(crate) fn infer(
             cached.registered(name, schema);
         }
     }
+    register_typed_inputs(models, order, &ctx, &mut cached);
     // Models with an unknown column whose query planned once the column was NULL (see
     // `relax`), and the models typed against them: their schemas are registered for their
     // readers, but they keep no schema of their own.
@@ -187,6 +188,31 @@ pub(crate) fn infer(
     }
     stats.computed.sort_unstable();
     stats
+}
+
+/// When `order` is part of the workspace (an edit: `Compilation::with_edited_texts`), the
+/// schemas its models read from models outside it, as typing them registered them.
+fn register_typed_inputs(
+    models: &[CompiledModel],
+    order: &[usize],
+    ctx: &SessionContext,
+    cached: &mut TypingCache<'_>,
+) {
+    if order.len() == models.len() {
+        return;
+    }
+    let typing: HashSet<usize> = order.iter().copied().collect();
+    let outside: BTreeSet<usize> = order
+        .iter()
+        .flat_map(|&i| models[i].upstream.iter().copied())
+        .filter(|u| !typing.contains(u))
+        .collect();
+    for u in outside {
+        if let Some(ModelSchema::Known { arrow, .. }) = &models[u].schema {
+            register(ctx, models[u].name.as_str(), arrow.clone());
+            cached.registered(models[u].name.as_str(), arrow);
+        }
+    }
 }
 
 /// Plans model `i` again with each unknown column replaced by NULL, reporting every further

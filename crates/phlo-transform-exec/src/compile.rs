@@ -54,6 +54,26 @@ pub fn compile_for_target_with(
     compile_loaded(ws, Vec::new(), adapter, read, cache, sources)
 }
 
+/// `previous` (compiled for `adapter`'s target by [`compile_for_target_with`]) with the model
+/// files `edits` (workspace-relative path, text) changed, compiled from it: only the edited
+/// models and what reads them are compiled again (`Compilation::with_edited_texts`). `None`
+/// when the edit needs a whole compile (a file's directives changed, a path is no model, …).
+pub fn recompile_edited(
+    previous: &Compilation,
+    adapter: Option<&str>,
+    read: SchemaRead,
+    edits: &[(String, String)],
+    cache: &CompileCache,
+) -> Option<Compilation> {
+    let ws = &previous.workspace;
+    let target = ws.adapter_target(adapter).ok()?;
+    let catalog = phlo_transform_adapter::driver(target.kind());
+    let root = ws.root.clone();
+    previous.with_edited_texts(edits, cache, &mut |ws, missing| {
+        catalog.sources_for_missing(ws, &target, &root, read, missing)
+    })
+}
+
 fn compile_loaded(
     mut ws: Workspace,
     mut diags: Vec<Diagnostic>,

@@ -33,7 +33,7 @@ mod tests_run;
 pub mod watch;
 
 pub use cancel::CancelHandle;
-pub use compile::{compile_for_target, compile_for_target_with, SourceStates};
+pub use compile::{compile_for_target, compile_for_target_with, recompile_edited, SourceStates};
 pub use failure::RetryPolicy;
 pub use jobs::model_job;
 pub use lease::WriterLease;

@@ -25,6 +25,9 @@ pub struct Published {
     pub fatal: Option<Diagnostic>,
     /// The editor's buffers as they were compiled.
     pub buffers: Overlay,
+    /// Whether `compilation` was compiled from the previous one (only the edited models and
+    /// what reads them), not as a whole workspace.
+    pub incremental: bool,
 }
 
 impl Published {
@@ -36,6 +39,7 @@ impl Published {
             compilation: Arc::new(c),
             fatal: None,
             buffers: buffers.clone(),
+            incremental: false,
         }
     }
 
@@ -91,6 +95,7 @@ impl LiveWorkspace {
             compilation: Arc::new(compilation),
             fatal: None,
             buffers: Overlay::default(),
+            incremental: false,
         };
         Ok(LiveWorkspace {
             root: published.compilation.workspace.root.clone(),
@@ -129,18 +134,21 @@ impl LiveWorkspace {
     /// with them: one compile however many changes.
     pub fn apply(&self, changes: Vec<BufferChange>) -> Arc<Published> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = Vec::with_capacity(changes.len());
         for change in changes {
             match change {
                 BufferChange::Set { path, text } => {
-                    buffers.overlay.files.insert(path, text);
+                    buffers.overlay.files.insert(path.clone(), text);
+                    changed.push(path);
                 }
                 BufferChange::Close { path } => {
                     buffers.overlay.files.remove(&path);
                     buffers.last_parsed.remove(&path);
+                    changed.push(path);
                 }
             }
         }
-        self.recompile(&mut buffers)
+        self.recompile(&mut buffers, Some(&changed))
     }
 
     /// Files changed on the disk (saved, created, deleted, renamed; a source's data too):
@@ -148,30 +156,45 @@ impl LiveWorkspace {
     pub fn reload(&self) -> Arc<Published> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         self.sources.forget();
-        self.recompile(&mut buffers)
+        self.recompile(&mut buffers, None)
     }
 
-    fn recompile(&self, buffers: &mut Buffers) -> Arc<Published> {
+    /// Publishes the workspace compiled with the buffers: from the published compilation
+    /// when only the texts of its models changed (the files `changed`, `None`: anything on
+    /// the disk may have), else as a whole.
+    fn recompile(&self, buffers: &mut Buffers, changed: Option<&[String]>) -> Arc<Published> {
         let previous = self.snapshot();
         let generation = previous.generation + 1;
         let adapter = self.adapter.as_deref();
-        let published = match compile(
-            &self.root,
-            adapter,
-            &buffers.overlay,
-            &self.cache,
-            &self.sources,
-        ) {
+        let edited = changed
+            .filter(|_| previous.fatal.is_none())
+            .and_then(|changed| self.edited(&previous.compilation, &buffers.overlay, changed));
+        let incremental = edited.is_some();
+        let compiled = match edited {
+            Some(c) => Ok(c),
+            None => compile(
+                &self.root,
+                adapter,
+                &buffers.overlay,
+                &self.cache,
+                &self.sources,
+            ),
+        };
+        let published = match compiled {
             Err(fatal) => Published {
                 generation,
                 compilation: previous.compilation.clone(),
                 diagnostics: vec![fatal.clone()],
                 fatal: Some(fatal),
                 buffers: buffers.overlay.clone(),
+                incremental: false,
             },
             Ok(c) => self.keeping_last_parsed(c, buffers, generation),
         };
-        let published = Arc::new(published);
+        let published = Arc::new(Published {
+            incremental,
+            ..published
+        });
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = published.clone();
         published
     }
@@ -204,8 +227,12 @@ impl LiveWorkspace {
                 .insert(rel.clone(), buffers.last_parsed[rel].clone());
         }
         let adapter = self.adapter.as_deref();
-        let Ok(good) = compile(&self.root, adapter, &kept, &self.cache, &self.sources) else {
-            return Published::as_compiled(c, &buffers.overlay, generation);
+        let good = match self.edited(&c, &kept, &broken) {
+            Some(good) => good,
+            None => match compile(&self.root, adapter, &kept, &self.cache, &self.sources) {
+                Ok(good) => good,
+                Err(_) => return Published::as_compiled(c, &buffers.overlay, generation),
+            },
         };
         let in_broken = |d: &Diagnostic| d.file.as_ref().is_some_and(|f| broken.contains(f));
         let diagnostics = good
@@ -221,7 +248,43 @@ impl LiveWorkspace {
             diagnostics,
             fatal: None,
             buffers: buffers.overlay.clone(),
+            incremental: false,
         }
+    }
+}
+
+impl LiveWorkspace {
+    /// `previous` compiled again with the texts `overlay` (else the disk) gives the files
+    /// `changed` and the models whose buffer `previous` did not compile (a buffer that did not
+    /// parse was compiled with its last text that did); `None` when that needs a whole compile.
+    fn edited(
+        &self,
+        previous: &Compilation,
+        overlay: &Overlay,
+        changed: &[String],
+    ) -> Option<Compilation> {
+        let text = |rel: &str| match overlay.files.get(rel) {
+            Some(text) => Some(text.clone()),
+            None => std::fs::read_to_string(self.root.join(rel)).ok(),
+        };
+        let mut edits = Vec::new();
+        for rel in changed {
+            edits.push((rel.clone(), text(rel)?));
+        }
+        let compiled = |rel: &str| previous.workspace.models.iter().find(|m| m.path == rel);
+        for (rel, buffer) in &overlay.files {
+            let stale = compiled(rel).is_some_and(|m| m.text != *buffer);
+            if stale && !changed.contains(rel) {
+                edits.push((rel.clone(), buffer.clone()));
+            }
+        }
+        phlo_transform_exec::recompile_edited(
+            previous,
+            self.adapter.as_deref(),
+            SchemaRead::Cached,
+            &edits,
+            &self.cache,
+        )
     }
 }
 

@@ -62,7 +62,7 @@ pub struct Overlay {
     pub files: BTreeMap<String, String>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Workspace {
     /// Absolute workspace directory.
     pub root: PathBuf,
