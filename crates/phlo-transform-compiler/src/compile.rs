@@ -770,7 +770,7 @@ fn compile_tests(
                     path: file.path.clone(),
                 },
                 targets: targets.into_iter().collect(),
-                query: parsed.query,
+                query: parsed.query.into(),
                 relations,
             });
         }
@@ -858,7 +858,7 @@ fn generated_tests(
                 name,
                 kind,
                 targets: vec![index],
-                query: parsed.query,
+                query: parsed.query.into(),
                 relations,
             })
         })

@@ -3,6 +3,7 @@
 
 use phlo_transform_sql::sqlparser::ast::Query;
 use serde::Serialize;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -18,8 +19,9 @@ pub struct CompiledTest {
     pub kind: TestKind,
     /// Models the test reads (indices into the compilation's models).
     pub targets: Vec<usize>,
-    /// The query returning violating rows, relations as written.
-    pub query: Box<Query>,
+    /// The query returning violating rows, relations as written; shared, so that a
+    /// compilation is copied cheaply (an edit compiled from the previous compilation).
+    pub query: Arc<Query>,
     /// Resolution of every relation in `query`.
     pub relations: Vec<crate::model::ResolvedRelation>,
 }

@@ -72,6 +72,27 @@ struct Buffers {
     last_parsed: HashMap<String, String>,
 }
 
+impl Buffers {
+    /// Applies the editor's changes; returns the paths they change.
+    fn apply(&mut self, changes: Vec<BufferChange>) -> Vec<String> {
+        let mut changed = Vec::with_capacity(changes.len());
+        for change in changes {
+            match change {
+                BufferChange::Set { path, text } => {
+                    self.overlay.files.insert(path.clone(), text);
+                    changed.push(path);
+                }
+                BufferChange::Close { path } => {
+                    self.overlay.files.remove(&path);
+                    self.last_parsed.remove(&path);
+                    changed.push(path);
+                }
+            }
+        }
+        changed
+    }
+}
+
 /// A workspace compiled in memory and recompiled on every change of a buffer or the disk.
 pub struct LiveWorkspace {
     root: PathBuf,
@@ -134,21 +155,17 @@ impl LiveWorkspace {
     /// with them: one compile however many changes.
     pub fn apply(&self, changes: Vec<BufferChange>) -> Arc<Published> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
-        let mut changed = Vec::with_capacity(changes.len());
-        for change in changes {
-            match change {
-                BufferChange::Set { path, text } => {
-                    buffers.overlay.files.insert(path.clone(), text);
-                    changed.push(path);
-                }
-                BufferChange::Close { path } => {
-                    buffers.overlay.files.remove(&path);
-                    buffers.last_parsed.remove(&path);
-                    changed.push(path);
-                }
-            }
-        }
+        let changed = buffers.apply(changes);
         self.recompile(&mut buffers, Some(&changed))
+    }
+
+    /// [`apply`](Self::apply) when files may also have changed on the disk (saved, or
+    /// reported by the editor's file watcher): one whole compile, the sources read again.
+    pub fn apply_and_reload(&self, changes: Vec<BufferChange>) -> Arc<Published> {
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        buffers.apply(changes);
+        self.sources.forget();
+        self.recompile(&mut buffers, None)
     }
 
     /// Files changed on the disk (saved, created, deleted, renamed; a source's data too):

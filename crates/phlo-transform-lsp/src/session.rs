@@ -135,8 +135,11 @@ impl<'c> Session<'c> {
             return;
         }
         let changes = std::mem::take(&mut self.pending);
-        self.reload = false;
-        self.context.live.apply(changes);
+        if std::mem::take(&mut self.reload) {
+            self.context.live.apply_and_reload(changes);
+        } else {
+            self.context.live.apply(changes);
+        }
         self.publish();
     }
 
