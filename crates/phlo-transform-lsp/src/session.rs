@@ -13,8 +13,11 @@ use std::time::Duration;
 use crate::context::Context;
 use crate::{handlers, publish};
 
-/// How long edits wait for more edits before the workspace is compiled again.
-pub const DEBOUNCE: Duration = Duration::from_millis(30);
+/// How long edits wait for more edits before the workspace is compiled again: long enough to
+/// gather the notifications an editor sends together (a paste, several cursors), short beside
+/// the ≤ 50 ms an edit's diagnostics may take, now that an edit of a model's body compiles
+/// only that model and its readers.
+pub const DEBOUNCE: Duration = Duration::from_millis(10);
 
 /// One client's session.
 pub(crate) struct Session<'c> {
