@@ -23,7 +23,7 @@ use crate::resolve::{Context, Resolver, Target};
 use crate::tests::{generated_sql, CompiledTest, TestKind};
 use crate::typing;
 use crate::version::{Fingerprints, ModelVersion};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 mod edit;
 
@@ -32,7 +32,7 @@ pub struct Compilation {
     pub workspace: Workspace,
     pub catalog: CatalogSnapshot,
     /// Same order and indices as `workspace.models` (sorted by name).
-    pub models: Vec<CompiledModel>,
+    pub models: Vec<Arc<CompiledModel>>,
     pub graph: ModelGraph,
     /// Deterministic topological order of the models not caught in a cycle.
     pub order: Vec<usize>,
@@ -176,7 +176,7 @@ impl Compilation {
         let input_diagnostics = diagnostics.clone();
         let resolver = Resolver::new(&workspace);
 
-        let mut models: Vec<CompiledModel> = Vec::with_capacity(workspace.models.len());
+        let mut models: Vec<Arc<CompiledModel>> = Vec::with_capacity(workspace.models.len());
         let mut edges = Vec::new();
         let mut canonical = Vec::with_capacity(compiled.len());
         for (index, entry) in compiled.into_iter().enumerate() {
@@ -196,10 +196,10 @@ impl Compilation {
             let had_errors = diags.iter().any(Diagnostic::is_error);
             diagnostics.extend(diags);
             edges.extend(model.upstream.iter().map(|&u| (u, index)));
-            models.push(CompiledModel {
+            models.push(Arc::new(CompiledModel {
                 has_errors: model.has_errors || had_errors,
                 ..model
-            });
+            }));
         }
         // Directive problems live in the workspace diagnostics: mark those models too.
         let by_path: std::collections::HashMap<&str, usize> = models
@@ -214,14 +214,14 @@ impl Compilation {
             .collect();
         drop(by_path);
         for i in erroneous {
-            models[i].has_errors = true;
+            Arc::make_mut(&mut models[i]).has_errors = true;
         }
 
         let graph = ModelGraph::new(models.len(), edges);
         for cycle in graph.cycles() {
             diagnostics.push(cycle_diagnostic(&cycle, &models));
             for &i in &cycle {
-                models[i].has_errors = true;
+                Arc::make_mut(&mut models[i]).has_errors = true;
             }
         }
         let order = graph.topological_order();
@@ -618,7 +618,7 @@ fn shared_cache_warning(errors: Vec<String>) -> Option<Diagnostic> {
     )
 }
 
-fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
+fn cycle_diagnostic(cycle: &[usize], models: &[Arc<CompiledModel>]) -> Diagnostic {
     let names: Vec<&str> = cycle.iter().map(|&i| models[i].name.as_str()).collect();
     let first = &models[cycle[0]];
     let next = cycle.get(1).copied().unwrap_or(cycle[0]);
@@ -650,7 +650,7 @@ fn cycle_diagnostic(cycle: &[usize], models: &[CompiledModel]) -> Diagnostic {
 }
 
 fn compute_versions(
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     canonical: Vec<Option<String>>,
     order: &[usize],
     ws: &Workspace,
@@ -699,7 +699,7 @@ fn compute_versions(
             }
         }
         if complete {
-            models[i].version = Some(ModelVersion::compute(
+            Arc::make_mut(&mut models[i]).version = Some(ModelVersion::compute(
                 &canonical,
                 &ws.models[i].config,
                 upstream,
@@ -713,7 +713,7 @@ fn compute_versions(
 /// The generated tests of the models and the data tests of `ws.tests`, whose files
 /// `test_files` are, parsed (in the same order).
 fn compile_tests(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     ws: &Workspace,
     test_files: Vec<Result<ParsedQuery, Diagnostic>>,
     contracts: &BTreeMap<usize, Contract>,
@@ -782,7 +782,7 @@ fn compile_tests(
 /// columns the plan cannot prove non-null; `unique` for its key), or why one is invalid.
 fn generated_tests(
     index: usize,
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     ws: &Workspace,
     contracts: &BTreeMap<usize, Contract>,
     dialect: &dyn phlo_transform_sql::sqlparser::dialect::Dialect,

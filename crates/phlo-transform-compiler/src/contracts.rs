@@ -9,6 +9,7 @@ use phlo_transform_project::config::{ColumnSection, ModelSection};
 use phlo_transform_project::Workspace;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::dialect::Dialect;
 use crate::model::CompiledModel;
@@ -61,7 +62,7 @@ fn at(d: Diagnostic, text: &str, key: &str, column: Option<&str>) -> Diagnostic 
 
 /// Resolves `[model.<key>]` sections to models and checks them. Returns each model's contract.
 pub(crate) fn check(
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     ws: &Workspace,
     dialect: &Dialect,
     diagnostics: &mut Diagnostics,
@@ -130,7 +131,7 @@ pub(crate) fn check(
 /// `@key` / `@not-null` of the models `indices` name real columns, whatever the contract says
 /// (C-codes on the model's file).
 pub(crate) fn check_directive_columns(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     ws: &Workspace,
     indices: impl IntoIterator<Item = usize>,
     diagnostics: &mut Diagnostics,
@@ -210,7 +211,7 @@ fn check_model(
     index: usize,
     key: &str,
     contract: &Contract,
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     dialect: &Dialect,
     text: &str,
     diagnostics: &mut Diagnostics,
@@ -316,7 +317,7 @@ fn check_model(
         }
     }
     if errors.iter().any(Diagnostic::is_error) {
-        models[index].has_errors = true;
+        Arc::make_mut(&mut models[index]).has_errors = true;
     }
     diagnostics.extend(errors);
 }

@@ -5,6 +5,7 @@
 use phlo_transform_core::diagnostic::codes;
 use phlo_transform_core::{Diagnostic, Diagnostics};
 use phlo_transform_project::{IncrementalStrategy, Workspace};
+use std::sync::Arc;
 
 use crate::model::CompiledModel;
 use crate::model::ModelSchema;
@@ -13,13 +14,13 @@ use crate::model::ModelSchema;
 /// `indices` and marks the model as having errors. Models whose schema is unknown are not
 /// judged.
 pub(crate) fn check_columns(
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     ws: &Workspace,
     indices: impl IntoIterator<Item = usize>,
     diagnostics: &mut Diagnostics,
 ) {
     for i in indices {
-        let (model, file) = (&mut models[i], &ws.models[i]);
+        let (model, file) = (models[i].clone(), &ws.models[i]);
         let Some(strategy) = &file.config.incremental.value else {
             continue;
         };
@@ -55,7 +56,7 @@ pub(crate) fn check_columns(
                 d = d.at(line, 1);
             }
             diagnostics.push(d);
-            model.has_errors = true;
+            Arc::make_mut(&mut models[i]).has_errors = true;
         }
     }
 }

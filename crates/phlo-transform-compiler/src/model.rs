@@ -124,7 +124,7 @@ impl ModelSchema {
 }
 
 /// The dependencies of model `index`, sorted: the models it reads, then the sources.
-pub(crate) fn dependencies(models: &[CompiledModel], index: usize) -> Vec<Dependency> {
+pub(crate) fn dependencies(models: &[Arc<CompiledModel>], index: usize) -> Vec<Dependency> {
     let m = &models[index];
     let mut deps: Vec<Dependency> = m
         .upstream
@@ -137,7 +137,7 @@ pub(crate) fn dependencies(models: &[CompiledModel], index: usize) -> Vec<Depend
 }
 
 pub(crate) fn executable_query(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     index: usize,
     physical: &dyn Fn(&Target) -> Vec<String>,
 ) -> Option<Query> {
@@ -149,7 +149,7 @@ pub(crate) fn executable_query(
 /// Typing plans an ephemeral model once and its readers against its schema, so the lineage
 /// graph sees the ephemeral model as the dataset its readers read.
 pub(crate) fn typing_query(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     index: usize,
     physical: &dyn Fn(&Target) -> String,
 ) -> Option<Query> {
@@ -163,7 +163,7 @@ pub(crate) fn typing_query(
 }
 
 pub(crate) fn rewrite(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     mut q: Query,
     relations: &[ResolvedRelation],
     physical: &dyn Fn(&Target) -> Vec<String>,

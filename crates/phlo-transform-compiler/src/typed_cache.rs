@@ -93,7 +93,7 @@ impl<'a> TypingCache<'a> {
 
     /// The key of model `i`'s typing, `None` when it cannot be cached (no cache, or an input
     /// whose schema is not a registered one).
-    pub(crate) fn key(&self, models: &[CompiledModel], i: usize) -> Option<Key> {
+    pub(crate) fn key(&self, models: &[Arc<CompiledModel>], i: usize) -> Option<Key> {
         if !self.cache.is_enabled() {
             return None;
         }

@@ -88,7 +88,7 @@ pub(crate) struct TypingStats {
 /// the model as erroneous. A model whose SQL and inputs' schemas are as when an earlier
 /// compile typed it takes that typing from `cache` instead of being planned.
 pub(crate) fn infer(
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     order: &[usize],
     catalog: &CatalogSnapshot,
     workspace: &Workspace,
@@ -140,13 +140,13 @@ pub(crate) fn infer(
                 continue;
             }
             if workspace.models[i].config.analysis.value == AnalysisMode::Off {
-                models[i].schema = Some(ModelSchema::Unknown {
+                Arc::make_mut(&mut models[i]).schema = Some(ModelSchema::Unknown {
                     reason: "analysis is off for this model".into(),
                 });
                 continue;
             }
             if let Some(reason) = unknown_input(models, i, catalog) {
-                models[i].schema = Some(ModelSchema::Unknown { reason });
+                Arc::make_mut(&mut models[i]).schema = Some(ModelSchema::Unknown { reason });
                 continue;
             }
             work.push(i);
@@ -193,7 +193,7 @@ pub(crate) fn infer(
 /// When `order` is part of the workspace (an edit: `Compilation::with_edited_texts`), the
 /// schemas its models read from models outside it, as typing them registered them.
 fn register_typed_inputs(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     order: &[usize],
     ctx: &SessionContext,
     cached: &mut TypingCache<'_>,
@@ -221,7 +221,7 @@ fn register_typed_inputs(
 fn relax_model(
     i: usize,
     first: (Option<String>, String),
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     ctx: &SessionContext,
     diagnostics: &mut Diagnostics,
 ) -> bool {
@@ -263,7 +263,7 @@ fn relax_model(
 fn typed_against_relaxed(
     i: usize,
     planned: Planned,
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     ctx: &SessionContext,
     diagnostics: &mut Diagnostics,
 ) -> bool {
@@ -275,7 +275,7 @@ fn typed_against_relaxed(
         Planned::Unplannable(e) => match relax::unknown_column(&e) {
             Some(column) => {
                 diagnostics.push(type_diagnostic(&e, &models[i]));
-                models[i].has_errors = true;
+                Arc::make_mut(&mut models[i]).has_errors = true;
                 relax_model(i, column, models, ctx, diagnostics)
             }
             None => false,
@@ -287,7 +287,7 @@ fn typed_against_relaxed(
 /// The unoptimized plan of typed model `i`, planned again against the inferred schemas of
 /// its inputs (compiling keeps no plans). `None` when the model is not typed.
 pub(crate) fn plan_model(
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     catalog: &CatalogSnapshot,
     dialect: &Dialect,
     i: usize,
@@ -319,7 +319,7 @@ pub(crate) fn plan_model(
 }
 
 /// Groups `order` by depth: a model's level is one more than its deepest upstream's.
-fn levels(models: &[CompiledModel], order: &[usize]) -> Vec<Vec<usize>> {
+fn levels(models: &[Arc<CompiledModel>], order: &[usize]) -> Vec<Vec<usize>> {
     let mut depth = vec![0usize; models.len()];
     let mut out: Vec<Vec<usize>> = Vec::new();
     for &i in order {
@@ -355,7 +355,7 @@ enum Planned {
 fn plan_in_parallel(
     ctx: &SessionContext,
     semantics: &Semantics,
-    models: &[CompiledModel],
+    models: &[Arc<CompiledModel>],
     work: Vec<usize>,
     datasets: &HashSet<String>,
     (cache, uncached): (&TypingCache<'_>, &HashSet<usize>),
@@ -426,7 +426,7 @@ fn plan_in_parallel(
 fn record(
     i: usize,
     planned: Planned,
-    models: &mut [CompiledModel],
+    models: &mut [Arc<CompiledModel>],
     workspace: &Workspace,
     ctx: &SessionContext,
     diagnostics: &mut Diagnostics,
@@ -443,9 +443,9 @@ fn record(
                 diagnostics.push(divergence_warning(&d, &models[i]));
             }
             register(ctx, models[i].name.as_str(), schema.clone());
-            models[i].schema = Some(ModelSchema::known(schema));
-            models[i].plan_fingerprint = Some(fingerprint);
-            models[i].column_lineage = Some(lineage);
+            Arc::make_mut(&mut models[i]).schema = Some(ModelSchema::known(schema));
+            Arc::make_mut(&mut models[i]).plan_fingerprint = Some(fingerprint);
+            Arc::make_mut(&mut models[i]).column_lineage = Some(lineage);
             return;
         }
         Planned::Unplannable(e) => type_diagnostic(&e, &models[i]),
@@ -459,11 +459,11 @@ fn record(
     if baseline && matches!(d.code, codes::UNKNOWN_FUNCTION | codes::UNTYPEABLE) {
         d.severity = phlo_transform_core::Severity::Warning;
         d = d.with_note("analysis is `baseline`: the model's schema is unknown");
-        models[i].schema = Some(ModelSchema::Unknown {
+        Arc::make_mut(&mut models[i]).schema = Some(ModelSchema::Unknown {
             reason: d.message.clone(),
         });
     } else {
-        models[i].has_errors = true;
+        Arc::make_mut(&mut models[i]).has_errors = true;
     }
     diagnostics.push(d);
 }
@@ -485,7 +485,11 @@ fn suggest_functions(d: &mut Diagnostic, ctx: &SessionContext) {
 }
 
 /// Why a model cannot be typed: an input whose schema is unknown.
-fn unknown_input(models: &[CompiledModel], i: usize, catalog: &CatalogSnapshot) -> Option<String> {
+fn unknown_input(
+    models: &[Arc<CompiledModel>],
+    i: usize,
+    catalog: &CatalogSnapshot,
+) -> Option<String> {
     for r in &models[i].relations {
         match &r.target {
             Some(Target::Source(s)) => match catalog.sources.get(s).map(|st| &st.schema) {

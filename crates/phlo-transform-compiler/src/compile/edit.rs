@@ -153,10 +153,10 @@ impl Compilation {
                     .any(|d| d.is_error() && d.file.as_deref() == Some(model.path.as_str()));
             diagnostics.extend(diags);
             canonical[i] = text;
-            next.models[i] = crate::CompiledModel {
+            next.models[i] = std::sync::Arc::new(crate::CompiledModel {
                 has_errors: model.has_errors || own_errors,
                 ..model
-            };
+            });
         }
 
         let typed = typing::infer(

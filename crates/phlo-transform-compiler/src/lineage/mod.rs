@@ -158,7 +158,7 @@ pub fn test_id(name: &str) -> String {
 
 /// What the lineage graph is built from: the parts of a compilation it reads.
 pub struct LineageInputs<'a> {
-    pub models: &'a [CompiledModel],
+    pub models: &'a [std::sync::Arc<CompiledModel>],
     pub catalog: &'a CatalogSnapshot,
     pub tests: &'a [CompiledTest],
     pub workspace: &'a Workspace,
